@@ -1,0 +1,92 @@
+"""Fully connected layers: linear, softmax."""
+
+from netcompiler.layer_base import NONE_TYPE, LayerBase, MissingOptionError, Option, ParamSpec
+from netcompiler.lazy_tf import tf
+from netcompiler.tensor import Dim
+
+from .activations import apply_activation, check_activation
+
+
+class LinearLayer(LayerBase):
+    """`activation(x W + b)` on the feature dim of the input; a sparse input is embedded (row lookup in W).
+
+    Options: `n_out` or `out_dim` (output feature size or Dim), `activation` (None), `with_bias` (True),
+    `forward_weights_init` ("glorot_uniform"), `bias_init` (0.0), `use_transposed_weights` (False:
+    W is [in, out]; True: [out, in]).
+    """
+
+    layer_class = "linear"
+    options = {
+        "n_out": Option(None, (int, NONE_TYPE), doc="output feature size"),
+        "out_dim": Option(None, (Dim, NONE_TYPE), doc="output feature dim"),
+        "activation": Option(None, (str, NONE_TYPE)),
+        "with_bias": Option(True, (bool,)),
+        "forward_weights_init": Option("glorot_uniform", (str, float, int, dict)),
+        "bias_init": Option(0.0, (str, float, int, dict)),
+        "use_transposed_weights": Option(False, (bool,)),
+        "grad_filter": Option(None, (NONE_TYPE,), doc="not supported"),
+    }
+
+    def make_output(self):
+        check_activation(self.opts["activation"], self.name)
+        x = self.input_data
+        out_dim = self.out_dim()
+        if x.sparse:
+            return x.copy(name=self.name, dims=x.dims + (out_dim,), dtype="float32", sparse_dim=None,
+                          feature_dim=out_dim)
+        if x.feature_dim is None:
+            raise self.error(f"the input {x.describe()} has no feature dim to transform", option="from")
+        if x.feature_dim.size is None:
+            raise self.error(f"the input's feature dim {x.feature_dim.short_repr()} is dynamic; "
+                             f"a weight matrix needs a static size", option="from")
+        if not x.dtype.startswith("float"):
+            raise self.error(f"the input {x.describe()} has dtype {x.dtype}; linear needs floats", option="from",
+                             suggestion="add a 'cast' layer")
+        return x.copy_replace_dim(x.feature_dim, out_dim, name=self.name)
+
+    def out_dim(self) -> Dim:
+        given = self.opts["out_dim"]
+        n_out = self.opts["n_out"]
+        if given is not None:
+            if n_out is not None and n_out != given.size:
+                raise self.error(f"'n_out' {n_out} disagrees with 'out_dim' {given.short_repr()}", option="n_out")
+            return given
+        if n_out is None:
+            raise MissingOptionError(f"class '{self.layer_class}' needs option 'n_out' (the output feature size)",
+                                     layer=self.name, option="n_out")
+        return self.new_feature_dim(n_out)
+
+    def in_dim(self) -> Dim:
+        x = self.input_data
+        return x.sparse_dim if x.sparse else x.feature_dim
+
+    def make_params(self):
+        in_dim, out_dim = self.in_dim(), self.output.feature_dim
+        shape = (out_dim, in_dim) if self.opts["use_transposed_weights"] else (in_dim, out_dim)
+        params = {"W": ParamSpec(shape, self.opts["forward_weights_init"])}
+        if self.opts["with_bias"]:
+            params["b"] = ParamSpec((out_dim,), self.opts["bias_init"])
+        return params
+
+    def emit(self, ctx):
+        x = ctx.input(self)
+        weights = ctx.param(self, "W")
+        if self.opts["use_transposed_weights"]:
+            weights = tf.transpose(weights)
+        if self.input_data.sparse:
+            y = tf.gather(weights, x)
+        else:
+            y = ctx.matmul_feature(self.input_data, x, weights, self.output)
+        if self.opts["with_bias"]:
+            y = ctx.add_on_axis(y, ctx.param(self, "b"), self.output.feature_dim_axis)
+        activation = self.opts["activation"]
+        if activation is not None:
+            y = ctx.apply_on_axis(y, self.output.feature_dim_axis, lambda t: apply_activation(activation, t))
+        return y
+
+
+class SoftmaxLayer(LinearLayer):
+    """A linear layer with `activation="softmax"` by default (the usual classifier output)."""
+
+    layer_class = "softmax"
+    options = {"activation": Option("softmax", (str, NONE_TYPE))}

@@ -1,0 +1,82 @@
+"""The command-line tools: `dump-net` (templates, no TensorFlow) and `compile-net` (build and train)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Callable, List, Optional
+
+from .errors import NetcompilerError
+
+EXIT_USER_ERROR = 2
+
+
+def run_tool(main: Callable[[argparse.Namespace], int], parser: argparse.ArgumentParser,
+             argv: Optional[List[str]]) -> int:
+    """Parses arguments, runs `main`; a user error becomes one message and exit status 2."""
+    args, rest = parser.parse_known_args(argv)
+    args.overrides = rest
+    try:
+        return main(args)
+    except NetcompilerError as exc:
+        if args.debug:
+            raise
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USER_ERROR
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+def _base_parser(prog: str, description: str) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=prog, description=description,
+        epilog="Config settings can be overridden: ++KEY VALUE (VALUE is a Python literal or a string).")
+    parser.add_argument("config", help="the config file (Python)")
+    parser.add_argument("--debug", action="store_true", help="show internal tracebacks")
+    return parser
+
+
+def _print_notices(notices) -> None:
+    for notice in notices:
+        print(f"notice: {notice}", file=sys.stderr)
+
+
+def _dump(args) -> int:
+    from .config import load_config
+    from .dump import format_dot, format_json, format_text
+    from .network import build_network
+
+    config = load_config(args.config, args.overrides)
+    network = build_network(config)
+    _print_notices(config.notices + network.notices)
+    formatter = format_json if args.json else format_dot if args.dot else format_text
+    print(formatter(network))
+    return 0
+
+
+def dump_net_main(argv: Optional[List[str]] = None) -> int:
+    parser = _base_parser("dump-net", "Show every layer's inferred output template and parameters, "
+                                      "without running anything.")
+    output = parser.add_mutually_exclusive_group()
+    output.add_argument("--json", action="store_true", help="machine-readable JSON")
+    output.add_argument("--dot", action="store_true", help="a Graphviz graph with the shape on each edge")
+    return run_tool(_dump, parser, argv)
+
+
+def _compile(args) -> int:
+    from .engine.main import run_task
+
+    return run_task(args.config, args.overrides, task=args.task)
+
+
+def compile_net_main(argv: Optional[List[str]] = None) -> int:
+    parser = _base_parser("compile-net", "Build the config's network in TensorFlow and train it "
+                                         "(or evaluate it, or write its outputs).")
+    parser.add_argument("--task", choices=["train", "eval", "forward"], default=None,
+                        help="what to do (default: the config's 'task', else train)")
+    return run_tool(_compile, parser, argv)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(dump_net_main())

@@ -1,0 +1,175 @@
+"""Loading a config file: it is Python; its top-level names are the settings.
+
+`network` and `extern_data` (or `num_inputs`/`num_outputs`) define the
+network; everything else is kept for the trainer. RETURNN settings that
+netcompiler does not use yet are accepted with a notice. Each layer entry of
+the `network` literal is mapped to its line, for error messages.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import runpy
+from typing import Any, Dict, Iterable, List, Optional, Sequence
+
+from .errors import ConfigError, ConfigFileError, SourceLocation
+
+# Settings netcompiler reads (the trainer documents their meaning).
+USED_KEYS = frozenset({
+    "network", "extern_data", "num_inputs", "num_outputs", "task", "train", "dev", "eval", "batch_size",
+    "max_seqs", "max_seq_length", "chunking", "batching", "optimizer", "learning_rate", "learning_rate_control",
+    "learning_rate_control_error_measure", "learning_rate_control_relative_error_relative_lr",
+    "newbob_learning_rate_decay", "newbob_multi_num_epochs", "newbob_multi_update_interval",
+    "newbob_relative_error_threshold", "min_learning_rate", "gradient_clip", "gradient_clip_global_norm",
+    "num_epochs", "save_interval", "model", "load", "import_model_train_epoch1", "learning_rate_file",
+    "adam", "nadam", "random_seed", "forward_output_layer", "output_file", "eval_datasets",
+    "log_batch_size", "accum_grad_multiple_step", "stop_on_nonfinite_train_score", "cache_size",
+    "tf_log_dir", "cleanup_old_models", "train_epoch_split",
+})
+
+# RETURNN settings that are accepted but have no effect here (yet).
+RETURNN_KEYS_NOT_USED = frozenset({
+    "use_tensorflow", "device", "log", "log_verbosity", "multiprocessing", "update_on_device", "tf_log_memory_usage",
+    "debug_print_layer_output_template", "debug_add_check_numerics_on_output", "debug_mode", "tf_session_opts",
+    "truncation", "window", "starting_epoch", "newbob_error_threshold", "learning_rate_control_min_num_epochs_per_new_lr",
+    "save_interval_n_step", "max_seq_length_eval", "use_learning_rate_control_always", "pretrain", "search_output_layer",
+    "search_data", "search_do_eval", "behavior_version", "log_file", "target", "config", "optimizer_epsilon",
+    "nadam_opts", "adam_opts", "momentum", "decouple_constraints", "accum_grad_multiple_step_sorted",
+})
+
+_PRIVATE_PREFIXES = ("_",)
+
+
+class Config:
+    """A loaded config: its settings, where it came from, and notices about it."""
+
+    def __init__(self, values: Dict[str, Any], path: str = "<config>",
+                 layer_lines: Optional[Dict[str, int]] = None, network_line: Optional[int] = None):
+        self.values = values
+        self.path = path
+        self.layer_lines = layer_lines or {}
+        self.network_line = network_line
+        self.notices: List[str] = [
+            f"config key '{key}' is a RETURNN setting that netcompiler does not use yet; ignored"
+            for key in sorted(values) if key in RETURNN_KEYS_NOT_USED
+        ]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.values.get(key, default)
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.values
+
+    def layer_location(self, path: str) -> SourceLocation:
+        """Where layer `path` ("enc", "sub/out") is written; the network's line if not known."""
+        line = self.layer_lines.get(path, self.network_line)
+        return SourceLocation(self.path, line)
+
+    @property
+    def network(self) -> Dict[str, Any]:
+        net = self.values.get("network")
+        if net is None:
+            raise ConfigFileError("the config defines no 'network'", subject=f"config {self.path}",
+                                  suggestion="add network = {'output': {'class': ..., 'from': 'data'}}")
+        if not isinstance(net, dict):
+            raise ConfigFileError(f"'network' must be a dict of layer name -> layer options, not {type(net).__name__}",
+                                  subject=f"config {self.path}")
+        return net
+
+
+def load_config(path: str, overrides: Sequence[str] = ()) -> Config:
+    """Runs the config file and returns its settings (plus command-line overrides)."""
+    if not os.path.isfile(path):
+        raise ConfigFileError(f"config file '{path}' does not exist", subject="config")
+    with open(path, encoding="utf-8") as f:
+        source = f.read()
+    try:
+        tree = ast.parse(source, filename=path)
+    except SyntaxError as exc:
+        raise ConfigFileError(f"syntax error: {exc.msg}", location=SourceLocation(path, exc.lineno)) from None
+    try:
+        namespace = runpy.run_path(path, run_name="__netcompiler_config__")
+    except Exception as exc:  # the config's own code failed: report where
+        line = _innermost_line(exc, path)
+        raise ConfigFileError(f"running the config failed: {type(exc).__name__}: {exc}",
+                              location=SourceLocation(path, line)) from None
+    values = {k: v for k, v in namespace.items()
+              if not k.startswith(_PRIVATE_PREFIXES) and not _is_module(v)}
+    values.update(parse_overrides(overrides))
+    layer_lines, network_line = network_line_map(tree)
+    return Config(values, path, layer_lines, network_line)
+
+
+def _is_module(value: Any) -> bool:
+    return type(value).__name__ == "module"
+
+
+def _innermost_line(exc: BaseException, path: str) -> Optional[int]:
+    line = None
+    tb = exc.__traceback__
+    while tb is not None:
+        if os.path.abspath(tb.tb_frame.f_code.co_filename) == os.path.abspath(path):
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    return line
+
+
+def parse_overrides(args: Iterable[str]) -> Dict[str, Any]:
+    """`++key value` pairs from the command line; values are Python literals, else strings."""
+    args = list(args)
+    result: Dict[str, Any] = {}
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if not arg.startswith("++") or len(arg) <= 2:
+            raise ConfigError(f"expected '++key value', got {arg!r}", subject="command line",
+                              suggestion="write overrides as ++learning_rate 0.001")
+        if i + 1 >= len(args):
+            raise ConfigError(f"'{arg}' has no value", subject="command line",
+                              suggestion=f"write {arg} VALUE")
+        result[arg[2:]] = _literal(args[i + 1])
+        i += 2
+    return result
+
+
+def _literal(text: str) -> Any:
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text
+
+
+def network_line_map(tree: ast.Module):
+    """Maps layer paths ("enc", "sub/out") to the line of their entry in the `network` literal."""
+    lines: Dict[str, int] = {}
+    network_line = None
+    for node in tree.body:
+        targets = node.targets if isinstance(node, ast.Assign) else (
+            [node.target] if isinstance(node, ast.AnnAssign) else [])
+        for target in targets:
+            if isinstance(target, ast.Name) and target.id == "network":
+                network_line = node.lineno
+                if isinstance(node.value, ast.Dict):
+                    _collect_layer_lines(node.value, "", lines)
+            elif (isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name)
+                  and target.value.id == "network" and isinstance(target.slice, ast.Constant)):
+                lines[str(target.slice.value)] = node.lineno
+                if isinstance(node.value, ast.Dict):
+                    _collect_nested(node.value, f"{target.slice.value}/", lines)
+    return lines, network_line
+
+
+def _collect_layer_lines(net: ast.Dict, prefix: str, lines: Dict[str, int]) -> None:
+    for key, value in zip(net.keys, net.values):
+        if isinstance(key, ast.Constant) and isinstance(key.value, str):
+            lines[prefix + key.value] = key.lineno
+            if isinstance(value, ast.Dict):
+                _collect_nested(value, f"{prefix}{key.value}/", lines)
+
+
+def _collect_nested(layer: ast.Dict, prefix: str, lines: Dict[str, int]) -> None:
+    """Subnetworks ("subnetwork") and loop bodies ("unit") are networks inside a layer entry."""
+    for key, value in zip(layer.keys, layer.values):
+        if isinstance(key, ast.Constant) and key.value in ("subnetwork", "unit") and isinstance(value, ast.Dict):
+            _collect_layer_lines(value, prefix, lines)

@@ -1,0 +1,70 @@
+"""What `dump-net` prints: every built layer's template and parameters, as text, JSON or Graphviz."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Dict, List
+
+from .network import Network
+
+
+def layer_record(layer) -> Dict[str, Any]:
+    """The JSON object for one layer."""
+    record = {"name": layer.name, "class": layer.layer_class}
+    record.update(layer.output.to_json())
+    record["params"] = {name: list(spec.sizes) for name, spec in layer.params.items()}
+    record["from"] = [src.name for src in layer.sources]
+    if getattr(layer, "loss", None) is not None:
+        record["loss"] = layer.loss.loss_class
+        record["target"] = layer.target_layer.name
+    return record
+
+
+def num_params(network: Network) -> int:
+    return sum(spec.num_elements for layer in network.all_layers() for spec in layer.params.values())
+
+
+def format_text(network: Network) -> str:
+    layers = list(network.all_layers())
+    name_width = max(len(layer.name) for layer in layers)
+    class_width = max(len(layer.layer_class) for layer in layers)
+    lines: List[str] = []
+    for layer in layers:
+        line = f"{layer.name:<{name_width}}  {layer.layer_class:<{class_width}}  {layer.output.describe()} {layer.output.dtype}"
+        if getattr(layer, "loss", None) is not None:
+            line += f"  loss {layer.loss.loss_class} on {layer.target_layer.name}"
+        lines.append(line)
+        for name, spec in layer.params.items():
+            shape = ", ".join(str(s) for s in spec.sizes)
+            lines.append(f"{'':<{name_width}}    param {layer.name}/{name} [{shape}] ({spec.num_elements})")
+    params = sum(spec.num_elements for layer in layers for spec in layer.params.values())
+    lines.append(f"{len(layers)} layers, {params} parameters")
+    return "\n".join(lines)
+
+
+def format_json(network: Network) -> str:
+    layers = [layer_record(layer) for layer in network.all_layers()]
+    total = sum(sum(_product(s) for s in r["params"].values()) for r in layers)
+    return json.dumps({"layers": layers, "num_params": total, "notices": list(network.notices)}, indent=1)
+
+
+def _product(sizes) -> int:
+    n = 1
+    for s in sizes:
+        n *= s
+    return n
+
+
+def format_dot(network: Network) -> str:
+    lines = ["digraph network {", "  rankdir=BT;", '  node [shape=box, fontname="monospace"];']
+    for layer in network.all_layers():
+        label = f"{layer.name}\\n{layer.layer_class}"
+        lines.append(f"  {_quote(layer.name)} [label={_quote(label)}];")
+        for dep in layer.dependencies():
+            lines.append(f"  {_quote(dep.name)} -> {_quote(layer.name)} [label={_quote(dep.output.describe())}];")
+    lines.append("}")
+    return "\n".join(lines)
+
+
+def _quote(text: str) -> str:
+    return '"' + text.replace('"', '\\"') + '"'

@@ -1,0 +1,1 @@
+"""The trainer: datasets -> batches -> train step -> checkpoints."""

@@ -1,0 +1,636 @@
+"""The dataset contract shared by every dataset class.
+
+A dataset is a corpus of sequences; each sequence is a dict data key -> numpy
+array whose first axis is time (frames). `init_epoch(epoch)` fixes which
+sequences the epoch has and in which order (`seq_ordering`); after that,
+sequences are addressed by their index in that order.
+
+Subclasses describe their options declaratively (`OPTIONS`), so unknown
+options, wrong types and bad values are reported the same way for every
+dataset, and implement four small corpus-level methods (`_num_corpus_seqs`,
+`_corpus_seq`, `_corpus_seq_length`, `_corpus_seq_tag`). Ordering, epoch
+partitioning and seeding live here, once.
+
+Seeding follows RETURNN: the random seed of epoch `e` is `fixed_random_seed`
+if given, else `e + random_seed_offset` (with `e` first mapped to its full
+epoch under `partition_epoch`, and to its group of `n` epochs for
+`random:n`-style orderings). Generated datasets seed each sequence with
+(seed, corpus index), so they produce the same data as RETURNN does.
+
+This module is pure numpy: no TensorFlow.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any, Callable, ClassVar, Dict, List, Mapping, Optional, Sequence, Tuple
+
+import numpy as np
+
+from netcompiler.errors import (
+    InvalidOptionError,
+    MissingOptionError,
+    UnknownOptionError,
+    closest_match,
+)
+
+# ---------------------------------------------------------------------------
+# Registry
+
+DATASET_CLASSES: Dict[str, type] = {}
+
+
+def register(cls: type) -> type:
+    """Class decorator: make `cls` available to configs as {"class": cls.__name__}."""
+    DATASET_CLASSES[cls.__name__] = cls
+    return cls
+
+
+# ---------------------------------------------------------------------------
+# Data description
+
+
+@dataclass(frozen=True)
+class DataSpec:
+    """What the arrays of one data key look like, per sequence (no batch axis).
+
+    `shape` has None for the time axis, e.g. (None, 9) for dense features or
+    (None,) for class indices. `dim` is the feature size for dense data and the
+    number of classes for sparse data (None if not known).
+    """
+
+    dim: Optional[int]
+    sparse: bool
+    dtype: str
+    shape: tuple
+
+    @property
+    def has_time_axis(self) -> bool:
+        """Whether the first axis is a time axis (of varying length)."""
+        return len(self.shape) > 0 and self.shape[0] is None
+
+    @property
+    def frame_shape(self) -> tuple:
+        """The shape of one frame: the shape after the time axis."""
+        return tuple(self.shape[1:]) if self.has_time_axis else tuple(self.shape)
+
+    @classmethod
+    def for_sequences(cls, frame_shape: Sequence[int], dtype: Any, dim: Optional[int] = None) -> "DataSpec":
+        """The spec of arrays [T, *frame_shape] of `dtype`.
+
+        Integer data without feature axes is sparse (class indices); `dim` is then
+        the number of classes. For dense data `dim` defaults to the last axis.
+        """
+        frame_shape = tuple(int(d) for d in frame_shape)
+        return cls._make((None,) + frame_shape, frame_shape, dtype, dim)
+
+    @classmethod
+    def for_fixed_shape(cls, shape: Sequence[int], dtype: Any, dim: Optional[int] = None) -> "DataSpec":
+        """The spec of arrays of a fixed `shape` per sequence (no time axis)."""
+        shape = tuple(int(d) for d in shape)
+        return cls._make(shape, shape, dtype, dim)
+
+    @classmethod
+    def _make(cls, shape: tuple, feature_shape: tuple, dtype: Any, dim: Optional[int]) -> "DataSpec":
+        dtype = np.dtype(dtype)
+        sparse = not feature_shape and np.issubdtype(dtype, np.integer)
+        if dim is None and not sparse and feature_shape:
+            dim = feature_shape[-1]
+        return cls(dim=None if dim is None else int(dim), sparse=bool(sparse), dtype=dtype.name, shape=shape)
+
+
+def seq_lengths_of(arrays: Mapping[str, np.ndarray], spec: Mapping[str, DataSpec]) -> Dict[str, int]:
+    """Frames per data key, for the keys that have a time axis."""
+    return {key: int(arrays[key].shape[0]) for key, s in spec.items() if s.has_time_axis}
+
+
+# ---------------------------------------------------------------------------
+# Options
+
+
+@dataclass(frozen=True)
+class Option:
+    """How one option of a dataset class is checked.
+
+    `types` are the accepted Python types (None always means "use the default",
+    unless the option is required). `check` returns a problem text for a value
+    of the right type that is still not allowed, or None.
+    """
+
+    types: Tuple[type, ...]
+    default: Any = None
+    required: bool = False
+    check: Optional[Callable[[Any], Optional[str]]] = None
+    doc: str = ""
+
+
+_TYPE_NAMES = {int: "an int", float: "a number", str: "a str", bool: "a bool",
+               list: "a list", tuple: "a tuple", dict: "a dict"}
+
+
+def _has_type(value: Any, types: Tuple[type, ...]) -> bool:
+    if isinstance(value, (bool, np.bool_)):
+        return bool in types
+    if isinstance(value, (int, np.integer)):
+        return int in types or float in types
+    if isinstance(value, (float, np.floating)):
+        return float in types
+    return isinstance(value, types)
+
+
+def _normalize(value: Any) -> Any:
+    """numpy scalars -> Python scalars, so that options compare and print plainly."""
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def positive(value: Any) -> Optional[str]:
+    """Option check: > 0."""
+    return None if value > 0 else f"must be positive, got {value!r}"
+
+
+def non_negative(value: Any) -> Optional[str]:
+    """Option check: >= 0."""
+    return None if value >= 0 else f"must not be negative, got {value!r}"
+
+
+def valid_seed(value: Any) -> Optional[str]:
+    """Option check: usable as a numpy random seed (0 <= seed < 2**32)."""
+    return None if 0 <= value < 2**32 else f"must be in [0, 2**32), got {value!r}"
+
+
+def describe_types(types: Tuple[type, ...]) -> str:
+    """'an int or a dict' for (int, dict)."""
+    names = [_TYPE_NAMES.get(t, t.__name__) for t in types]
+    return " or ".join(dict.fromkeys(names))
+
+
+# Options of RETURNN's datasets that netcompiler knows but does not implement,
+# with what to do instead. They are rejected with this hint rather than as unknown.
+RETURNN_ONLY_OPTIONS = {
+    "window": "stack neighbouring frames in the network instead (e.g. a 'window' layer)",
+    "context_window": "not supported",
+    "chunking": "set the config key 'chunking' instead",
+    "min_chunk_size": "not supported",
+    "chunking_variance": "not supported",
+    "seq_list_filter_file": "not supported",
+    "unique_seq_tags": "not supported",
+    "seq_order_seq_lens_file": "not supported",
+    "shuffle_frames_of_nseqs": "not supported",
+}
+
+
+# ---------------------------------------------------------------------------
+# Sequence ordering
+
+
+@dataclass(frozen=True)
+class SeqOrdering:
+    """A parsed `seq_ordering` value (RETURNN's forms).
+
+    * "default", "reverse": corpus order, or reversed.
+    * "sorted", "sorted_reverse": by length of the default key, shortest (longest) first.
+    * "random[:n]": a random permutation; its seed stays the same for n epochs.
+    * "random_sample[:n]": num_seqs draws with replacement.
+    * "laplace[:bins|:.seqs_per_bin][:n]": random permutation cut into bins, the
+      bins sorted alternately ascending and descending by length.
+    * "sort_bin_shuffle[_x2][:bins|:.seqs_per_bin][:n]": sorted by length, cut
+      into bins, bins shuffled (and the sequences within each bin with _x2).
+    """
+
+    kind: str
+    bins: Optional[int] = None
+    seqs_per_bin: Optional[int] = None
+    num_epochs_fixed: int = 1
+
+    KINDS: ClassVar[Tuple[str, ...]] = (
+        "default", "reverse", "sorted", "sorted_reverse", "random", "random_sample",
+        "laplace", "sort_bin_shuffle", "sort_bin_shuffle_x2",
+    )
+    _WITH_NTH: ClassVar[Tuple[str, ...]] = ("random", "random_sample")
+    _WITH_BINS: ClassVar[Tuple[str, ...]] = ("laplace", "sort_bin_shuffle", "sort_bin_shuffle_x2")
+
+    @property
+    def needs_lengths(self) -> bool:
+        """Whether computing the order needs every sequence's length."""
+        return self.kind not in ("default", "reverse", "random", "random_sample")
+
+    @classmethod
+    def parse(cls, text: str) -> "SeqOrdering":
+        """Parse a seq_ordering string; ValueError with a problem text if malformed."""
+        kind, *args = text.split(":")
+        if kind not in cls.KINDS:
+            raise ValueError(f"unknown seq_ordering {text!r} (known: {', '.join(cls.KINDS)})")
+        max_args = 1 if kind in cls._WITH_NTH else 2 if kind in cls._WITH_BINS else 0
+        if len(args) > max_args:
+            raise ValueError(f"seq_ordering {text!r}: '{kind}' takes at most {max_args} ':'-separated argument(s)")
+        if kind in cls._WITH_NTH:
+            return cls(kind, num_epochs_fixed=_positive_int_arg(text, args[0]) if args else 1)
+        if kind in cls._WITH_BINS:
+            bins, per_bin = 2, None
+            if args and args[0].startswith("."):
+                bins, per_bin = None, _positive_int_arg(text, args[0][1:])
+            elif args:
+                bins = _positive_int_arg(text, args[0])
+            nth = _positive_int_arg(text, args[1]) if len(args) > 1 else 1
+            return cls(kind, bins=bins, seqs_per_bin=per_bin, num_epochs_fixed=nth)
+        return cls(kind)
+
+    def num_bins(self, num_seqs: int) -> int:
+        """The number of bins for laplace / sort_bin_shuffle."""
+        if self.seqs_per_bin is not None:
+            return max(num_seqs // self.seqs_per_bin, 2)
+        return self.bins or 2
+
+
+def _positive_int_arg(text: str, arg: str) -> int:
+    if not arg.isdigit() or int(arg) <= 0:
+        raise ValueError(f"seq_ordering {text!r}: {arg!r} is not a positive integer")
+    return int(arg)
+
+
+def _bin_slices(num_items: int, num_bins: int) -> List[slice]:
+    return [slice(i * num_items // num_bins, (i + 1) * num_items // num_bins) for i in range(num_bins)]
+
+
+def make_seq_order(
+    ordering: SeqOrdering,
+    num_seqs: int,
+    *,
+    seed: int,
+    lengths: Optional[np.ndarray] = None,
+) -> np.ndarray:
+    """The corpus indices of one epoch, in order.
+
+    `seed` seeds every random choice (RETURNN uses numpy's RandomState, and so
+    do we, so that the same seed gives the same order); `lengths` are the sort
+    lengths by corpus index, needed when `ordering.needs_lengths`.
+    """
+    kind = ordering.kind
+    rng = np.random.RandomState(seed)
+    if kind == "default":
+        return np.arange(num_seqs)
+    if kind == "reverse":
+        return np.arange(num_seqs)[::-1].copy()
+    if kind == "random":
+        return rng.permutation(num_seqs)
+    if kind == "random_sample":
+        return rng.randint(0, num_seqs, size=num_seqs) if num_seqs else np.arange(0)
+    assert lengths is not None and len(lengths) == num_seqs
+    if kind == "sorted":
+        return np.argsort(lengths, kind="stable")
+    if kind == "sorted_reverse":
+        return np.argsort(-lengths, kind="stable")
+    if kind == "laplace":
+        return _laplace_order(rng, lengths, ordering.num_bins(num_seqs))
+    return _sort_bin_shuffle_order(rng, lengths, ordering.num_bins(num_seqs), kind.endswith("_x2"))
+
+
+def _laplace_order(rng: np.random.RandomState, lengths: np.ndarray, num_bins: int) -> np.ndarray:
+    shuffled = rng.permutation(len(lengths))
+    parts = []
+    for i, part in enumerate(_bin_slices(len(shuffled), num_bins)):
+        members = shuffled[part]
+        direction = 1 if i % 2 == 0 else -1
+        parts.append(members[np.argsort(direction * lengths[members], kind="stable")])
+    return np.concatenate(parts) if parts else shuffled
+
+
+def _sort_bin_shuffle_order(rng: np.random.RandomState, lengths: np.ndarray, num_bins: int, shuffle_in_bin: bool):
+    shuffled = rng.permutation(len(lengths))
+    by_length = shuffled[np.argsort(lengths[shuffled], kind="stable")]
+    slices = _bin_slices(len(by_length), num_bins)
+    slices[-1] = slice(slices[-1].start, None)
+    parts = []
+    for b in rng.permutation(num_bins):
+        part = by_length[slices[b]].copy()
+        if shuffle_in_bin:
+            rng.shuffle(part)
+        parts.append(part)
+    return np.concatenate(parts)
+
+
+def partition_of_epoch(order: np.ndarray, partition_epoch: int, epoch: int) -> np.ndarray:
+    """The part of a full-epoch order that sub-epoch `epoch` gets (RETURNN's partition_epoch).
+
+    The order is cut into `partition_epoch` consecutive parts whose sizes differ
+    by at most one (the first parts get the extra sequences).
+    """
+    part = (epoch - 1) % partition_epoch
+    base, extra = divmod(len(order), partition_epoch)
+    start = part * base + min(part, extra)
+    return order[start:start + base + (1 if part < extra else 0)]
+
+
+# ---------------------------------------------------------------------------
+# The dataset base class
+
+
+class Dataset:
+    """A corpus of sequences, read epoch by epoch in a configurable order.
+
+    Subclasses implement `data_spec` and the `_corpus_*` methods (by corpus
+    index, i.e. position in the corpus); everything by epoch index is here.
+    Construct with keyword options, as in a config: `Cls(name="train", **opts)`.
+    """
+
+    OPTIONS: ClassVar[Dict[str, Option]] = {
+        "seq_ordering": Option((str,), "default", doc="sequence order per epoch, see SeqOrdering"),
+        "fixed_random_seed": Option((int,), None, check=valid_seed,
+                                    doc="seed for everything random, the same in every epoch"),
+        "random_seed_offset": Option((int,), 0, check=non_negative,
+                                     doc="added to the epoch to make the per-epoch seed"),
+        "partition_epoch": Option((int,), 1, check=positive,
+                                  doc="split the corpus over this many (sub-)epochs"),
+        "repeat_epoch": Option((int,), 1, check=positive, doc="repeat every sequence this many times per epoch"),
+        "estimated_num_seqs": Option((int,), None, doc="accepted for RETURNN compatibility; no effect"),
+    }
+
+    def __init__(self, name: str = "dataset", **opts: Any):
+        self.name = str(opts.pop("name", None) or name)
+        self.options = self._check_options(opts)
+        self.ordering = self._parse_ordering()
+        self.labels: Dict[str, List[str]] = {}
+        self.epoch: Optional[int] = None
+        self._order: Optional[np.ndarray] = None
+
+    # -- options ------------------------------------------------------------
+
+    @property
+    def subject(self) -> str:
+        """How error messages name this dataset."""
+        return f"dataset '{self.name}'"
+
+    @classmethod
+    def all_options(cls) -> Dict[str, Option]:
+        """The options of this class, including those of its base classes."""
+        merged: Dict[str, Option] = {}
+        for klass in reversed(cls.__mro__):
+            merged.update(klass.__dict__.get("OPTIONS", {}))
+        return merged
+
+    def _check_options(self, opts: Dict[str, Any]) -> Dict[str, Any]:
+        known = self.all_options()
+        for key in opts:
+            if key not in known:
+                self._reject_unknown(key, known)
+        values = {}
+        for key, spec in known.items():
+            value = _normalize(opts.get(key))
+            if value is None:
+                if spec.required:
+                    raise MissingOptionError(
+                        f"option '{key}' is required for class '{type(self).__name__}'",
+                        subject=self.subject, option=key)
+                values[key] = spec.default
+                continue
+            if not _has_type(value, spec.types):
+                raise self.option_error(key, f"must be {describe_types(spec.types)}, got {value!r}")
+            problem = spec.check(value) if spec.check else None
+            if problem:
+                raise self.option_error(key, problem)
+            values[key] = value
+        if values["partition_epoch"] > 1 and values["repeat_epoch"] > 1:
+            raise self.option_error("repeat_epoch", "cannot be combined with 'partition_epoch'")
+        return values
+
+    def _reject_unknown(self, key: str, known: Mapping[str, Option]) -> None:
+        if key in RETURNN_ONLY_OPTIONS:
+            raise InvalidOptionError(
+                f"option '{key}' of RETURNN's datasets is not supported by netcompiler",
+                subject=self.subject, option=key, suggestion=RETURNN_ONLY_OPTIONS[key])
+        match = closest_match(key, known)
+        raise UnknownOptionError(
+            f"option '{key}' unknown for class '{type(self).__name__}'",
+            subject=self.subject, option=key,
+            suggestion=f"did you mean '{match}'?" if match else None)
+
+    def option_error(self, option: str, problem: str, suggestion: Optional[str] = None) -> InvalidOptionError:
+        """An InvalidOptionError about `option` of this dataset (to raise)."""
+        return InvalidOptionError(f"option '{option}' {problem}", subject=self.subject, option=option,
+                                  suggestion=suggestion)
+
+    def _parse_ordering(self) -> SeqOrdering:
+        text = self.options["seq_ordering"]
+        try:
+            return SeqOrdering.parse(text)
+        except ValueError as exc:
+            match = closest_match(text.split(":")[0], SeqOrdering.KINDS)
+            raise self.option_error("seq_ordering", str(exc),
+                                    suggestion=f"did you mean '{match}'?" if match else None) from None
+
+    # -- the corpus: implemented by subclasses ---------------------------------
+
+    def data_spec(self) -> Dict[str, DataSpec]:
+        """Data key -> DataSpec; the arrays from `get_seq` agree with it."""
+        raise NotImplementedError
+
+    def _num_corpus_seqs(self) -> int:
+        raise NotImplementedError
+
+    def _corpus_seq(self, corpus_index: int) -> Dict[str, np.ndarray]:
+        raise NotImplementedError
+
+    def _corpus_seq_length(self, corpus_index: int) -> Dict[str, int]:
+        return seq_lengths_of(self._corpus_seq(corpus_index), self.data_spec())
+
+    def _corpus_seq_tag(self, corpus_index: int) -> str:
+        return f"seq-{corpus_index}"
+
+    def _prepare_epoch(self, epoch: int) -> None:
+        """Hook called by `init_epoch` before the order is computed."""
+
+    # -- seeds and order ----------------------------------------------------------
+
+    def random_seed(self, epoch: int, num_epochs_fixed: int = 1) -> int:
+        """The random seed of `epoch` (RETURNN's rule, see the module docstring)."""
+        if self.options["fixed_random_seed"] is not None:
+            return self.options["fixed_random_seed"]
+        seed = (epoch - 1) // self.options["partition_epoch"] + 1
+        seed = (seed - 1) // num_epochs_fixed + 1
+        return seed + self.options["random_seed_offset"]
+
+    def sort_length(self, corpus_index: int) -> int:
+        """The length orderings sort by: that of "data", else of the first key with a time axis."""
+        lengths = self._corpus_seq_length(corpus_index)
+        if not lengths:
+            return 0
+        return lengths["data"] if "data" in lengths else lengths[next(iter(lengths))]
+
+    def init_epoch(self, epoch: int) -> None:
+        """Start epoch `epoch` (counting from 1): fixes its sequences and their order."""
+        if isinstance(epoch, bool) or not isinstance(epoch, (int, np.integer)) or epoch < 1:
+            raise ValueError(f"{self.subject}: epoch must be an int >= 1, got {epoch!r}")
+        self.epoch = int(epoch)
+        self._prepare_epoch(self.epoch)
+        num = self._num_corpus_seqs()
+        lengths = None
+        if self.ordering.needs_lengths:
+            lengths = np.array([self.sort_length(i) for i in range(num)], dtype=np.int64)
+        order = make_seq_order(self.ordering, num, lengths=lengths,
+                               seed=self.random_seed(self.epoch, self.ordering.num_epochs_fixed))
+        if self.options["partition_epoch"] > 1:
+            order = partition_of_epoch(order, self.options["partition_epoch"], self.epoch)
+        if self.options["repeat_epoch"] > 1:
+            order = np.tile(order, self.options["repeat_epoch"])
+        self._order = np.asarray(order, dtype=np.int64)
+
+    # -- by index in the current epoch ------------------------------------------
+
+    def data_keys(self) -> List[str]:
+        """The data keys, e.g. ["data", "classes"]."""
+        return list(self.data_spec())
+
+    def total_num_seqs(self) -> int:
+        """Number of sequences in the whole corpus (independent of the epoch)."""
+        return self._num_corpus_seqs()
+
+    def num_seqs(self) -> int:
+        """Number of sequences in the current epoch."""
+        return len(self._current_order())
+
+    def corpus_index(self, index: int) -> int:
+        """The corpus index of the sequence at `index` in the current epoch's order."""
+        order = self._current_order()
+        if not 0 <= index < len(order):
+            raise IndexError(f"{self.subject}: sequence index {index} out of range (epoch has {len(order)})")
+        return int(order[index])
+
+    def seq_length(self, index: int) -> Dict[str, int]:
+        """Frames per data key (keys with a time axis) of the sequence at `index`."""
+        return self._corpus_seq_length(self.corpus_index(index))
+
+    def get_seq(self, index: int) -> Dict[str, np.ndarray]:
+        """The arrays of the sequence at `index`, one per data key."""
+        return self._corpus_seq(self.corpus_index(index))
+
+    def seq_tag(self, index: int) -> str:
+        """The name of the sequence at `index`."""
+        return self._corpus_seq_tag(self.corpus_index(index))
+
+    def _current_order(self) -> np.ndarray:
+        if self._order is None:
+            raise RuntimeError(f"{self.subject}: call init_epoch(epoch) before reading sequences")
+        return self._order
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name!r} epoch={self.epoch}>"
+
+
+# ---------------------------------------------------------------------------
+# Generated datasets
+
+
+class GeneratedDataset(Dataset):
+    """A dataset whose sequences are computed, not read.
+
+    Sequence `i` is generated from a numpy RandomState seeded with
+    (content seed, i), as RETURNN's GeneratingDataset does; the content seed is
+    the epoch's random seed, so the data differ per epoch unless
+    `fixed_random_seed` is set. Recently generated sequences are cached.
+    """
+
+    OPTIONS = {"num_seqs": Option((int,), required=True, check=positive, doc="sequences in the corpus")}
+    CACHE_SIZE: ClassVar[int] = 64
+
+    def __init__(self, name: str = "dataset", **opts: Any):
+        super().__init__(name, **opts)
+        self._content_seed_now: Optional[int] = None
+        self._seq_cache: "OrderedDict[int, Dict[str, np.ndarray]]" = OrderedDict()
+        self._length_cache: Dict[int, Dict[str, int]] = {}
+
+    def _generate(self, corpus_index: int, rng: np.random.RandomState) -> Dict[str, np.ndarray]:
+        """The arrays of one sequence, drawing all randomness from `rng`."""
+        raise NotImplementedError
+
+    def _generate_lengths(self, corpus_index: int, rng: np.random.RandomState) -> Optional[Dict[str, int]]:
+        """Optional shortcut: the lengths `_generate` would produce with this `rng`, or None."""
+        return None
+
+    def content_seed(self, epoch: int) -> int:
+        """The seed the data of `epoch` are generated from."""
+        return self.random_seed(epoch)
+
+    def _prepare_epoch(self, epoch: int) -> None:
+        seed = self.content_seed(epoch)
+        if seed != self._content_seed_now:
+            self._content_seed_now = seed
+            self._seq_cache.clear()
+            self._length_cache.clear()
+
+    def _rng(self, corpus_index: int) -> np.random.RandomState:
+        return np.random.RandomState([self._content_seed_now, corpus_index])
+
+    def _num_corpus_seqs(self) -> int:
+        return self.options["num_seqs"]
+
+    def _corpus_seq(self, corpus_index: int) -> Dict[str, np.ndarray]:
+        if corpus_index in self._seq_cache:
+            self._seq_cache.move_to_end(corpus_index)
+            return self._seq_cache[corpus_index]
+        arrays = self._generate(corpus_index, self._rng(corpus_index))
+        self._seq_cache[corpus_index] = arrays
+        self._length_cache[corpus_index] = seq_lengths_of(arrays, self.data_spec())
+        while len(self._seq_cache) > self.CACHE_SIZE:
+            self._seq_cache.popitem(last=False)
+        return arrays
+
+    def _corpus_seq_length(self, corpus_index: int) -> Dict[str, int]:
+        if corpus_index not in self._length_cache:
+            lengths = self._generate_lengths(corpus_index, self._rng(corpus_index))
+            if lengths is None:
+                self._corpus_seq(corpus_index)  # fills the length cache
+            else:
+                self._length_cache[corpus_index] = lengths
+        return self._length_cache[corpus_index]
+
+
+# ---------------------------------------------------------------------------
+# RETURNN's num_outputs / output_dim forms
+
+
+def parse_data_dims(value: Any, *, input_dim: Optional[int] = None) -> Dict[str, Tuple[int, int]]:
+    """RETURNN's `output_dim` forms -> {key: (dim, ndim)}; ndim 1 is sparse, 2 dense.
+
+    An int means {"classes": (n, 1)}; in a dict, an int value means (n, 2) for
+    "data" and (n, 1) otherwise. `input_dim` adds "data": (n, 2).
+    Raises ValueError with a problem text for malformed values.
+    """
+    if value is None:
+        value = {}
+    if _has_type(value, (int,)):
+        value = {"classes": value}
+    if not isinstance(value, dict):
+        raise ValueError(f"must be an int or a dict data key -> dim, got {value!r}")
+    dims = {}
+    for key, entry in value.items():
+        entry = _normalize(entry)
+        if _has_type(entry, (int,)):
+            entry = (entry, 2 if key == "data" else 1)
+        if (not isinstance(entry, (tuple, list)) or len(entry) != 2
+                or not all(_has_type(_normalize(v), (int,)) for v in entry) or int(entry[1]) < 1):
+            raise ValueError(f"entry {key!r} must be an int or a pair (dim, ndim) with ndim >= 1, got {entry!r}")
+        dims[str(key)] = (int(entry[0]), int(entry[1]))
+    if input_dim is not None and "data" not in dims:
+        dims["data"] = (int(input_dim), 2)
+    return dims
+
+
+__all__ = [
+    "DATASET_CLASSES",
+    "DataSpec",
+    "Dataset",
+    "GeneratedDataset",
+    "Option",
+    "SeqOrdering",
+    "make_seq_order",
+    "non_negative",
+    "parse_data_dims",
+    "partition_of_epoch",
+    "positive",
+    "register",
+    "seq_lengths_of",
+    "valid_seed",
+]

@@ -1,0 +1,137 @@
+"""The network's inputs: `extern_data` (or the older `num_inputs`/`num_outputs`) as templates."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Optional
+
+from .errors import ConfigError, InvalidOptionError, UnknownOptionError, closest_match
+from .tensor import DTYPES, FEATURE, SPATIAL, Data, Dim, batch_dim
+from .tensor.axes import resolve_axis
+
+_ENTRY_OPTIONS = {
+    "dim", "shape", "sparse", "dtype", "dims", "dim_tags", "sparse_dim", "batch_dim_axis", "time_dim_axis",
+    "feature_dim_axis", "available_for_inference", "same_dim_tags_as", "vocab",
+}
+
+
+def data_from_options(key: str, opts: Dict[str, Any]) -> Data:
+    """The template of extern data entry `key`, from RETURNN's Data keyword options.
+
+    Without `dims`, the shape defaults to (time, dim) for dense and (time,) for
+    sparse data; the first dynamic axis is the time dim `time:KEY`, a dense
+    entry's last axis is the feature dim `KEY:feature`, a sparse entry's
+    class dim is `KEY:sparse`.
+    """
+    subject = f"extern_data '{key}'"
+    if not isinstance(opts, dict):
+        raise InvalidOptionError(f"must be a dict of options such as {{'dim': 40}}, not {opts!r}", subject=subject)
+    for name in opts:
+        if name not in _ENTRY_OPTIONS:
+            guess = closest_match(name, _ENTRY_OPTIONS)
+            raise UnknownOptionError(f"option '{name}' unknown", subject=subject, option=name,
+                                     suggestion=f"did you mean '{guess}'?" if guess else None)
+    sparse = bool(opts.get("sparse", False) or opts.get("sparse_dim") is not None)
+    dtype = opts.get("dtype", "int32" if sparse else "float32")
+    if dtype not in DTYPES:
+        raise InvalidOptionError(f"dtype {dtype!r} unknown", subject=subject, option="dtype",
+                                 suggestion=f"did you mean {closest_match(dtype, DTYPES)!r}?")
+    dim = opts.get("dim")
+    sparse_dim: Optional[Dim] = opts.get("sparse_dim")
+    if sparse and sparse_dim is None:
+        if dim is None:
+            raise InvalidOptionError("sparse data needs 'dim' (the number of classes)", subject=subject, option="dim")
+        sparse_dim = Dim(dim, FEATURE, f"{key}:sparse")
+    dims = opts.get("dims", opts.get("dim_tags"))
+    if dims is not None:
+        if not all(isinstance(d, Dim) for d in dims):
+            raise InvalidOptionError("'dims' must be a list of Dim objects", subject=subject, option="dims")
+        dims = list(dims)
+    else:
+        dims = _dims_from_shape(key, opts, sparse, dim, subject)
+    time_dim = _role_dim(dims, opts.get("time_dim_axis"), "time_dim_axis", subject)
+    feature_dim = _role_dim(dims, opts.get("feature_dim_axis"), "feature_dim_axis", subject)
+    roles = {}
+    if time_dim is not None:
+        roles["time_dim"] = time_dim
+    if feature_dim is not None:
+        roles["feature_dim"] = feature_dim
+    try:
+        data = Data(key, dims, dtype, sparse_dim=sparse_dim, **roles)
+    except ValueError as exc:
+        raise InvalidOptionError(str(exc), subject=subject) from None
+    if not sparse and dim is not None and data.dim != dim:
+        raise InvalidOptionError(f"'dim' is {dim} but the feature dim of {data.describe()} has size {data.dim}",
+                                 subject=subject, option="dim")
+    for axis_desc, other in (opts.get("same_dim_tags_as") or {}).items():
+        mine = data.dims[resolve_axis(data, axis_desc, option="same_dim_tags_as")]
+        if not isinstance(other, Dim):
+            raise InvalidOptionError("'same_dim_tags_as' values must be Dim objects", subject=subject,
+                                     option="same_dim_tags_as")
+        mine.declare_same_as(other)
+    return data
+
+
+def _dims_from_shape(key, opts, sparse, dim, subject):
+    shape = opts.get("shape")
+    if shape is None:
+        shape = (None,) if sparse else (None, dim)
+    if not isinstance(shape, (list, tuple)) or not all(s is None or isinstance(s, int) for s in shape):
+        raise InvalidOptionError(f"'shape' must be a tuple of ints and None, not {shape!r}", subject=subject,
+                                 option="shape")
+    dims = []
+    dynamic_count = 0
+    for i, size in enumerate(shape):
+        last = i == len(shape) - 1
+        if not sparse and last:
+            if size is None and dim is None:
+                raise InvalidOptionError("dense data needs 'dim' (the feature size)", subject=subject, option="dim")
+            dims.append(Dim(size if size is not None else dim, FEATURE, f"{key}:feature"))
+        elif size is None:
+            dims.append(Dim(None, SPATIAL, f"time:{key}" if dynamic_count == 0 else f"{key}:spatial{dynamic_count}"))
+            dynamic_count += 1
+        else:
+            dims.append(Dim(size, SPATIAL, f"{key}:static{i}"))
+    batch_axis = opts.get("batch_dim_axis", 0)
+    if batch_axis is not None:
+        dims.insert(batch_axis, batch_dim)
+    return dims
+
+
+def _role_dim(dims, axis, option, subject):
+    if axis is None:
+        return None
+    if not isinstance(axis, int) or not -len(dims) <= axis < len(dims):
+        raise InvalidOptionError(f"'{option}' {axis!r} is not an axis of {len(dims)} axes", subject=subject,
+                                 option=option)
+    return dims[axis]
+
+
+def extern_data_from_config(values: Dict[str, Any]) -> Dict[str, Data]:
+    """All extern data templates a config defines, by key.
+
+    `extern_data` wins; otherwise `num_inputs` (dense "data") and
+    `num_outputs` ({key: dim} or {key: [dim, ndim]} with ndim 1 for sparse).
+    """
+    if values.get("extern_data") is not None:
+        entries = values["extern_data"]
+        if not isinstance(entries, dict):
+            raise InvalidOptionError("must be a dict: key -> options", subject="config key 'extern_data'")
+        return {key: data_from_options(key, opts) for key, opts in entries.items()}
+    entries: Dict[str, Dict[str, Any]] = {}
+    if values.get("num_inputs") is not None:
+        entries["data"] = {"dim": values["num_inputs"]}
+    outputs = values.get("num_outputs")
+    if isinstance(outputs, int):
+        outputs = {"classes": [outputs, 1]}
+    for key, spec in (outputs or {}).items():
+        if isinstance(spec, int):
+            spec = [spec, 1 if key != "data" else 2]
+        if not isinstance(spec, (list, tuple)) or len(spec) < 2:
+            raise InvalidOptionError(f"num_outputs['{key}'] must be dim or [dim, ndim], not {spec!r}",
+                                     subject="config key 'num_outputs'")
+        size, ndim = spec[0], spec[1]
+        entries[key] = {"dim": size, "sparse": True} if ndim == 1 else {"dim": size}
+    if not entries:
+        raise ConfigError("the config defines no inputs", subject="config",
+                          suggestion="add extern_data = {'data': {'dim': ...}, 'classes': {'dim': ..., 'sparse': True}}")
+    return {key: data_from_options(key, opts) for key, opts in entries.items()}

@@ -1,0 +1,373 @@
+"""The layer contract, the option declarations and the registry of layer classes.
+
+A layer class declares its `layer_class` name and its `options` (each an
+`Option` with default, accepted types and whether it names other layers).
+Building one layer goes:
+
+1. `check_options(d)`: unknown options, missing required ones, wrong types;
+2. `transform_config_dict(d, network, get_layer)`: names in the dict become
+   layer objects (by default: every option declared with `ref=...`);
+3. the instance is made, and `make_output()` returns its output template:
+   a pure function of its options and its inputs' templates;
+4. `make_params()` returns its parameters' shapes and initializers;
+5. later, `emit(ctx)` creates the TensorFlow ops (see `netcompiler/emit/`).
+
+No TensorFlow here: steps 1-4 are pure Python.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Dict, List, Optional, Sequence, Tuple
+
+from .errors import (
+    ConfigError, DimMismatchError, InvalidOptionError, MissingOptionError, UnknownLayerClassError,
+    UnknownOptionError, closest_match,
+)
+from .tensor import Data, Dim, FEATURE, concat_dims
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .network import Network
+
+REQUIRED = object()
+"""Default of an option that must be given."""
+
+NONE_TYPE = type(None)
+NUMBER = (int, float)
+
+
+@dataclass(frozen=True)
+class Option:
+    """The declaration of one layer option.
+
+    `types` are the accepted Python types (empty: anything); `choices` the
+    accepted values; `ref` says the value names other layers and how:
+    "layer" (one name), "layers" (a name or a list of names), "layer_or_value"
+    (a layer name or a constant), "network" (a nested network dict).
+    """
+
+    default: Any = REQUIRED
+    types: Tuple[type, ...] = ()
+    choices: Tuple[Any, ...] = ()
+    ref: Optional[str] = None
+    doc: str = ""
+
+    @property
+    def required(self) -> bool:
+        return self.default is REQUIRED
+
+
+def _matches_types(value: Any, types: Tuple[type, ...]) -> bool:
+    """isinstance, except that bool is no int, and an int is a fine float."""
+    if not types:
+        return True
+    if isinstance(value, bool):
+        return bool in types
+    if isinstance(value, int) and float in types:
+        return True
+    return isinstance(value, types)
+
+
+def _type_names(types: Sequence[type]) -> str:
+    names = ["None" if t is NONE_TYPE else t.__name__ for t in types]
+    return " or ".join(names)
+
+
+@dataclass
+class ParamSpec:
+    """A parameter a layer owns: its shape (static Dims), initializer and dtype."""
+
+    shape: Tuple[Dim, ...]
+    init: Any = "glorot_uniform"
+    dtype: str = "float32"
+    trainable: bool = True
+
+    @property
+    def sizes(self) -> Tuple[int, ...]:
+        return tuple(d.size for d in self.shape)
+
+    @property
+    def num_elements(self) -> int:
+        n = 1
+        for s in self.sizes:
+            n *= s
+        return n
+
+
+# Options every layer accepts.
+COMMON_OPTIONS: Dict[str, Option] = {
+    "class": Option(types=(str,), doc="the layer class"),
+    "from": Option("data", (str, list, tuple), ref="layers", doc="input layer(s)"),
+    "n_out": Option(None, (int, NONE_TYPE), doc="output feature size (checked, or defines it)"),
+    "out_type": Option(None, (dict, NONE_TYPE), doc="expected output template fields"),
+    "loss": Option(None, (str, NONE_TYPE), doc="loss on this layer's output"),
+    "target": Option(None, (str, NONE_TYPE), doc="target of the loss (extern data key or 'layer:NAME')"),
+    "loss_scale": Option(1.0, NUMBER),
+    "loss_opts": Option(None, (dict, NONE_TYPE)),
+    "is_output_layer": Option(False, (bool,)),
+    "trainable": Option(True, (bool,)),
+    "dropout": Option(0.0, NUMBER, doc="dropout rate on the (concatenated) input"),
+    "dropout_noise_shape": Option(None, (dict, list, tuple, NONE_TYPE)),
+    "dropout_on_forward": Option(False, (bool,)),
+    "L2": Option(None, (int, float, NONE_TYPE), doc="L2 weight decay on this layer's parameters"),
+}
+
+# Options RETURNN layers accept that change nothing here (placement and graph hints).
+IGNORED_OPTIONS = frozenset({
+    "param_device", "collocate_with", "name_scope", "encapsulate", "control_dependencies_on_output",
+    "only_on_search", "loss_only_on_non_search", "need_last", "register_as_extern_data",
+})
+
+
+class LayerBase:
+    """Base of every layer class; see the module docstring for the contract.
+
+    Instances are built by the network builder. Attributes: `name` (full path,
+    e.g. "sub/out"), `network`, `sources` (input layers), `opts` (all options
+    with defaults filled in and references resolved), `output` (template),
+    `params` (name -> ParamSpec).
+    """
+
+    layer_class: ClassVar[Optional[str]] = None
+    options: ClassVar[Dict[str, Option]] = {}
+    default_from: ClassVar[Any] = "data"
+    """What "from" means when the config does not say; () for layers without inputs."""
+
+    def __init__(self, name: str, network: "Network", opts: Dict[str, Any]):
+        self.name = name
+        self.network = network
+        self.opts = opts
+        self.sources: List[LayerBase] = list(opts.get("from") or ())
+        self.output: Data = self.make_output()
+        self.output = self._apply_out_checks(self.output)
+        self.params: Dict[str, ParamSpec] = self.make_params()
+
+    # --- class-level: registry and option checks -----------------------------
+    _registry: ClassVar[Dict[str, type]] = {}
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if cls.__dict__.get("layer_class"):
+            name = cls.layer_class
+            if name in LayerBase._registry and LayerBase._registry[name] is not cls:
+                raise TypeError(f"layer class {name!r} registered twice")
+            LayerBase._registry[name] = cls
+
+    @classmethod
+    def all_options(cls) -> Dict[str, Option]:
+        """Common options, then those of each base class, then this class's (later win)."""
+        merged = dict(COMMON_OPTIONS)
+        for klass in reversed(cls.__mro__):
+            merged.update(klass.__dict__.get("options", {}))
+        merged["from"] = Option(cls.default_from, COMMON_OPTIONS["from"].types, ref="layers")
+        return merged
+
+    @classmethod
+    def check_options(cls, d: Dict[str, Any], layer: str) -> Tuple[Dict[str, Any], List[str]]:
+        """Validates the raw dict; returns (options with defaults filled in, notices)."""
+        declared = cls.all_options()
+        notices = []
+        for key in d:
+            if key in declared:
+                continue
+            if key in IGNORED_OPTIONS:
+                notices.append(f"layer '{layer}': option '{key}' has no effect in netcompiler; ignored")
+                continue
+            guess = closest_match(key, declared)
+            raise UnknownOptionError(
+                f"option '{key}' unknown for class '{cls.layer_class}'",
+                layer=layer, option=key,
+                suggestion=f"did you mean '{guess}'?" if guess else
+                f"options of '{cls.layer_class}': {', '.join(sorted(k for k in declared if k != 'class'))}",
+            )
+        opts: Dict[str, Any] = {}
+        for key, option in declared.items():
+            if key in d:
+                value = d[key]
+            elif option.required:
+                raise MissingOptionError(
+                    f"class '{cls.layer_class}' needs option '{key}'"
+                    + (f" ({option.doc})" if option.doc else ""),
+                    layer=layer, option=key,
+                )
+            else:
+                value = option.default
+            if key in d:
+                cls._check_value(layer, key, option, value)
+            opts[key] = value
+        return opts, notices
+
+    @classmethod
+    def _check_value(cls, layer: str, key: str, option: Option, value: Any) -> None:
+        if not _matches_types(value, option.types):
+            raise InvalidOptionError(
+                f"option '{key}' must be {_type_names(option.types)}, not {type(value).__name__} {value!r}",
+                layer=layer, option=key,
+            )
+        if option.choices and value not in option.choices:
+            guess = closest_match(str(value), [str(c) for c in option.choices])
+            raise InvalidOptionError(
+                f"option '{key}' is {value!r}, expected one of {', '.join(repr(c) for c in option.choices)}",
+                layer=layer, option=key, suggestion=f"did you mean {guess!r}?" if guess else None,
+            )
+
+    @classmethod
+    def transform_config_dict(cls, opts: Dict[str, Any], network: "Network",
+                              get_layer: Callable[[str, str], "LayerBase"]) -> Dict[str, Any]:
+        """Replaces layer names by layer objects, for every option declared with `ref`.
+
+        `get_layer(name, option)` returns the layer, or raises an error naming the option.
+        Override for options whose references need more than that.
+        """
+        for key, option in cls.all_options().items():
+            value = opts.get(key)
+            if option.ref is None or value is None:
+                continue
+            if option.ref == "layers":
+                names = [value] if isinstance(value, str) else list(value)
+                opts[key] = [get_layer(n, key) for n in names]
+            elif option.ref == "layer":
+                opts[key] = get_layer(value, key)
+            elif option.ref == "layer_or_value" and isinstance(value, str):
+                opts[key] = get_layer(value, key)
+        return opts
+
+    @classmethod
+    def referenced_names(cls, d: Dict[str, Any]) -> List[Tuple[str, str]]:
+        """(option, layer name) pairs the raw dict refers to; used to order the build."""
+        found = []
+        for key, option in cls.all_options().items():
+            value = d.get(key, option.default if key == "from" else None)
+            if option.ref in ("layers",) and value is not None:
+                for n in [value] if isinstance(value, str) else list(value):
+                    if isinstance(n, str):
+                        found.append((key, n))
+            elif option.ref in ("layer", "layer_or_value") and isinstance(value, str):
+                found.append((key, value))
+        return found
+
+    # --- instance-level: the contract ----------------------------------------
+    def make_output(self) -> Data:
+        """The output template. Default: the (concatenated) input's template."""
+        return self.input_data.copy(name=self.name)
+
+    def make_params(self) -> Dict[str, ParamSpec]:
+        """Parameters of this layer by name. Default: none."""
+        return {}
+
+    def emit(self, ctx) -> Any:  # pragma: no cover - each emitting class overrides
+        """Creates the TF ops; returns a tensor laid out as `self.output`."""
+        raise NotImplementedError(f"layer class '{self.layer_class}' has no TensorFlow emission yet")
+
+    def get_sub_layer(self, name: str) -> Optional["LayerBase"]:
+        """The sublayer `name` (as in "self/name"), or None if there is none."""
+        return None
+
+    def sub_layer_names(self) -> List[str]:
+        return []
+
+    def dependencies(self) -> List["LayerBase"]:
+        """Every layer this one reads: its sources, then layers named by other options."""
+        deps: List[LayerBase] = []
+        for value in self.opts.values():
+            for item in value if isinstance(value, (list, tuple)) else [value]:
+                if isinstance(item, LayerBase) and item not in deps:
+                    deps.append(item)
+        return deps
+
+    # --- helpers for subclasses ---------------------------------------------
+    @property
+    def input_data(self) -> Data:
+        """The template of the input: the single source, or all sources concatenated on the feature dim."""
+        return concat_sources_template(self.sources, self.name)
+
+    def error(self, message: str, option: Optional[str] = None, suggestion: Optional[str] = None,
+              kind: type = InvalidOptionError) -> ConfigError:
+        """An error about this layer, to raise."""
+        return kind(message, layer=self.name, option=option, suggestion=suggestion)
+
+    def new_feature_dim(self, size: int, description: Optional[str] = None) -> Dim:
+        """A new feature dim of this layer, named '<layer>:feature'."""
+        return Dim(size, FEATURE, description or f"{self.name}:feature")
+
+    def _apply_out_checks(self, out: Data) -> Data:
+        n_out = self.opts.get("n_out")
+        if n_out is not None and "n_out" not in type(self).options and out.dim != n_out:
+            raise self.error(
+                f"'n_out' is {n_out}, but the output's feature dim is {out.dim} ({out.describe()})",
+                option="n_out", suggestion="remove 'n_out' or make it match",
+            )
+        out_type = self.opts.get("out_type")
+        if out_type:
+            for key, expected in out_type.items():
+                actual = getattr(out, key, None) if key in _OUT_TYPE_FIELDS else None
+                if key not in _OUT_TYPE_FIELDS:
+                    raise self.error(f"'out_type' key '{key}' is not supported", option="out_type",
+                                     suggestion=f"supported: {', '.join(sorted(_OUT_TYPE_FIELDS))}")
+                if key == "shape":
+                    expected = tuple(expected)
+                if actual != expected:
+                    raise self.error(f"'out_type' says {key}={expected!r}, but the output has {actual!r} "
+                                     f"({out.describe()})", option="out_type", kind=DimMismatchError)
+        return out
+
+    def __repr__(self):
+        return f"<{type(self).__name__} {self.name!r} {self.output.describe()}>"
+
+
+_OUT_TYPE_FIELDS = {"dim", "shape", "dtype", "sparse", "batch_dim_axis", "time_dim_axis", "feature_dim_axis"}
+
+
+def concat_sources_template(sources: Sequence[LayerBase], name: str) -> Data:
+    """The template of `sources` concatenated along their feature dims.
+
+    All sources must have the same other dims (in any order; the first
+    source's order is kept).
+    """
+    if not sources:
+        raise InvalidOptionError("this layer needs at least one input in 'from'", layer=name, option="from")
+    first = sources[0].output
+    if len(sources) == 1:
+        return first
+    if first.feature_dim is None:
+        raise DimMismatchError(f"cannot concatenate inputs: '{sources[0].name}' {first.describe()} has no feature dim",
+                               layer=name, option="from")
+    rest = set(d for d in first.dims if d != first.feature_dim)
+    features = []
+    for src in sources:
+        data = src.output
+        others = set(d for d in data.dims if d != data.feature_dim)
+        if data.feature_dim is None or others != rest or data.dtype != first.dtype or data.sparse:
+            raise DimMismatchError(
+                f"inputs cannot be concatenated on the feature dim: '{sources[0].name}' {first.describe()} "
+                f"vs '{src.name}' {data.describe()}",
+                layer=name, option="from",
+                suggestion="inputs must agree in every dim except the feature dim",
+            )
+        features.append(data.feature_dim)
+    feature = concat_dims(features)
+    return first.copy_replace_dim(first.feature_dim, feature, name=name)
+
+
+def get_layer_class(name: str, layer: str) -> type:
+    """The registered class for `name`; loads the catalogue (`layers` package) on first use."""
+    if not LayerBase._registry:
+        importlib.import_module("layers")
+    if not isinstance(name, str):
+        raise InvalidOptionError(f"'class' must be a string, not {type(name).__name__}", layer=layer, option="class")
+    cls = LayerBase._registry.get(name)
+    if cls is None:
+        guess = closest_match(name, LayerBase._registry)
+        raise UnknownLayerClassError(
+            f"unknown layer class '{name}'", layer=layer, option="class",
+            suggestion=f"did you mean '{guess}'?" if guess else "see the layer catalogue for the classes there are",
+        )
+    return cls
+
+
+def registered_layer_classes() -> Dict[str, type]:
+    """All registered layer classes by `layer_class` name (loads the catalogue)."""
+    if not LayerBase._registry:
+        importlib.import_module("layers")
+    return dict(LayerBase._registry)

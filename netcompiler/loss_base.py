@@ -1,0 +1,75 @@
+"""The loss contract and the registry of loss classes (the catalogue is in `layers/losses.py`).
+
+A loss is attached to a layer by the options "loss", "target", "loss_scale" and
+"loss_opts". At template time `check()` verifies that the layer's output and
+the target fit the loss; at emission `compute()` returns the summed loss and
+error over valid frames, and the frame count they are normalised by.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any, ClassVar, Dict, Optional
+
+from .errors import InvalidOptionError, UnknownOptionError, closest_match
+from .layer_base import Option
+
+
+class LossBase:
+    """Base of every loss class. `options` declares what "loss_opts" may contain."""
+
+    loss_class: ClassVar[Optional[str]] = None
+    options: ClassVar[Dict[str, Option]] = {}
+    _registry: ClassVar[Dict[str, type]] = {}
+
+    def __init__(self, layer, target_layer, opts: Dict[str, Any]):
+        self.layer = layer
+        self.target_layer = target_layer
+        self.opts = opts
+        self.scale = layer.opts.get("loss_scale", 1.0)
+        self.check()
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if cls.__dict__.get("loss_class"):
+            LossBase._registry[cls.loss_class] = cls
+
+    def check(self) -> None:
+        """Raises a ConfigError if the layer's output and the target do not fit this loss."""
+
+    def error(self, message: str, suggestion: Optional[str] = None) -> InvalidOptionError:
+        return InvalidOptionError(f"loss '{self.loss_class}': {message}", layer=self.layer.name, option="loss",
+                                  suggestion=suggestion)
+
+    def compute(self, ctx, output, target):  # pragma: no cover - each loss overrides
+        """Returns (loss_sum, error_sum or None, num_frames) as TF scalars."""
+        raise NotImplementedError(f"loss '{self.loss_class}' has no TensorFlow emission yet")
+
+
+def loss_classes() -> Dict[str, type]:
+    if not LossBase._registry:
+        importlib.import_module("layers")
+    return dict(LossBase._registry)
+
+
+def make_loss(layer, name: str, loss_opts: Dict[str, Any], target_layer) -> LossBase:
+    """The loss `name` for `layer`, with its "loss_opts" checked."""
+    classes = loss_classes()
+    cls = classes.get(name)
+    if cls is None:
+        guess = closest_match(name, classes)
+        raise InvalidOptionError(f"unknown loss '{name}'", layer=layer.name, option="loss",
+                                 suggestion=f"did you mean '{guess}'?" if guess else
+                                 f"losses: {', '.join(sorted(classes))}")
+    opts = {}
+    for key, value in loss_opts.items():
+        if key not in cls.options:
+            guess = closest_match(key, cls.options)
+            raise UnknownOptionError(f"'loss_opts' key '{key}' unknown for loss '{name}'", layer=layer.name,
+                                     option="loss_opts",
+                                     suggestion=f"did you mean '{guess}'?" if guess else
+                                     f"it takes: {', '.join(sorted(cls.options)) or 'nothing'}")
+        opts[key] = value
+    for key, option in cls.options.items():
+        opts.setdefault(key, option.default)
+    return cls(layer, target_layer, opts)

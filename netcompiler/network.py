@@ -1,0 +1,300 @@
+"""The network builder: a `network` dict in, layers with inferred templates out.
+
+Building goes: find the layers that are needed (the "output" layer, layers
+with a loss, layers marked `is_output_layer`, and what they depend on), order
+them by dependency (reporting a cycle with its path), then construct each
+layer in order: check its options, resolve its references, infer its output
+template and parameters. Nested networks (subnetworks, loop bodies) are
+`Network`s with a parent; "base:x" looks the name up in the parent.
+
+Reference forms: "x", "data" (= "data:data"), "data:KEY", "x/y" (sublayer y
+of layer x), "base:x" (in a nested network), "prev:x" (in a loop body, see
+the `rec` layer).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
+
+from .config import Config
+from .errors import (
+    ConfigError, CycleError, InvalidOptionError, UnknownReferenceError, SourceLocation, closest_match,
+)
+from .extern_data import extern_data_from_config
+from .layer_base import LayerBase, get_layer_class
+from .tensor import Data
+
+
+class Network:
+    """A built network: `layers` maps local names to layer objects, in build order."""
+
+    def __init__(
+        self,
+        net_dict: Dict[str, Any],
+        extern_data: Dict[str, Data],
+        *,
+        config: Optional[Config] = None,
+        parent: Optional["Network"] = None,
+        prefix: str = "",
+    ):
+        if not isinstance(net_dict, dict):
+            raise InvalidOptionError(f"a network must be a dict of layer name -> options, not {type(net_dict).__name__}",
+                                     subject=f"network {prefix.rstrip('/') or ''}".strip())
+        self.net_dict = net_dict
+        self.extern_data = extern_data
+        self.config = config if config is not None else (parent.config if parent is not None else None)
+        self.parent = parent
+        self.prefix = prefix
+        self.layers: Dict[str, LayerBase] = {}
+        self.notices: List[str] = [] if parent is None else parent.notices
+        self._constructing: List[str] = []
+
+    # --- building ---------------------------------------------------------------
+    def build(self, roots: Optional[List[str]] = None) -> "Network":
+        """Constructs the needed layers (or `roots` and their dependencies)."""
+        roots = self.output_layer_names() if roots is None else roots
+        for name in self._build_order(roots):
+            if name not in self.layers:
+                self._construct(name)
+        return self
+
+    def output_layer_names(self) -> List[str]:
+        """"output", layers with a loss, and layers with "is_output_layer": True."""
+        names = []
+        for name, d in self.net_dict.items():
+            if not isinstance(d, dict):
+                raise InvalidOptionError(f"must be a dict of options, not {type(d).__name__} {d!r}",
+                                         layer=self.path(name), location=self.location(name))
+            if name == "output" or d.get("loss") or d.get("is_output_layer"):
+                names.append(name)
+        if not names:
+            where = f"subnetwork '{self.prefix.rstrip('/')}'" if self.prefix else "the network"
+            raise ConfigError(f"{where} has no output: no layer 'output', no layer with a loss, "
+                              f"none with 'is_output_layer': True",
+                              subject="network", suggestion="name the final layer 'output'",
+                              location=self.location(None))
+        return names
+
+    def _build_order(self, roots: List[str]) -> List[str]:
+        """Local layer names in dependency order (iterative DFS, so deep chains are fine)."""
+        order: List[str] = []
+        state: Dict[str, int] = {}  # 1: on the current path, 2: done
+        for root in roots:
+            if state.get(root) == 2:
+                continue
+            self._raw(root, None, "output")
+            path = [root]
+            state[root] = 1
+            stack: List[Tuple[str, Iterator[str]]] = [(root, iter(self._local_dependencies(root)))]
+            while stack:
+                name, deps = stack[-1]
+                dep = next(deps, None)
+                if dep is None:
+                    stack.pop()
+                    path.pop()
+                    state[name] = 2
+                    order.append(name)
+                    continue
+                if state.get(dep) == 2:
+                    continue
+                if state.get(dep) == 1:
+                    cycle = path[path.index(dep):] + [dep]
+                    raise CycleError(
+                        "layers depend on each other in a cycle: " + " -> ".join(self.path(n) for n in cycle),
+                        layer=self.path(dep), location=self.location(dep),
+                        suggestion="one of these layers must take its input from elsewhere")
+                state[dep] = 1
+                path.append(dep)
+                stack.append((dep, iter(self._local_dependencies(dep))))
+        return order
+
+    def _local_dependencies(self, name: str) -> List[str]:
+        """The layers of this network that layer `name` needs built first."""
+        d = self._raw(name, None, "from")
+        try:
+            cls = get_layer_class(d.get("class"), self.path(name))
+            refs = cls.referenced_names(d) + self._target_references(d)
+        except ConfigError as exc:
+            raise exc.with_context(layer=self.path(name), location=self.location(name))
+        result = []
+        for option, ref in refs:
+            local = self._local_name(ref, name, option)
+            if local is not None and local not in result:
+                result.append(local)
+        return result
+
+    @staticmethod
+    def _target_references(d: Dict[str, Any]) -> List[Tuple[str, str]]:
+        target = d.get("target")
+        if isinstance(target, str) and target.startswith("layer:"):
+            return [("target", target[len("layer:"):])]
+        return []
+
+    def _local_name(self, ref: str, user: str, option: str) -> Optional[str]:
+        """The local layer that reference `ref` needs, None if it is not local; checks it exists."""
+        if not isinstance(ref, str):
+            raise InvalidOptionError(f"option '{option}' must name layers, not {ref!r}",
+                                     layer=self.path(user), option=option, location=self.location(user))
+        if ref == "data" or ref.startswith(("data:", "base:", "prev:")):
+            return None
+        local = ref.split("/", 1)[0]
+        self._raw(local, user, option)
+        return local
+
+    def _raw(self, name: str, user: Optional[str], option: str) -> Dict[str, Any]:
+        """The config dict of local layer `name`; a clear error if there is none."""
+        d = self.net_dict.get(name)
+        if d is None:
+            guess = closest_match(name, self.net_dict)
+            if user is None:
+                raise UnknownReferenceError(f"there is no layer '{name}' in the network", layer=self.path(name),
+                                            location=self.location(None))
+            raise UnknownReferenceError(
+                f"'{option}' refers to '{name}', which is not in the network",
+                layer=self.path(user), option=option, location=self.location(user),
+                suggestion=f"did you mean '{guess}'?" if guess else "use 'data' for the network's input")
+        if not isinstance(d, dict):
+            raise InvalidOptionError(f"must be a dict of options, not {type(d).__name__} {d!r}",
+                                     layer=self.path(name), location=self.location(name))
+        if "class" not in d:
+            raise InvalidOptionError("has no 'class'", layer=self.path(name), option="class",
+                                     location=self.location(name),
+                                     suggestion="add e.g. 'class': 'linear'")
+        return d
+
+    def _construct(self, name: str) -> LayerBase:
+        path = self.path(name)
+        if name in self._constructing:
+            cycle = self._constructing[self._constructing.index(name):] + [name]
+            raise CycleError("layers depend on each other in a cycle: " + " -> ".join(self.path(n) for n in cycle),
+                             layer=path, location=self.location(name))
+        self._constructing.append(name)
+        try:
+            d = self._raw(name, None, "from")
+            cls = get_layer_class(d["class"], path)
+            opts, notices = cls.check_options(d, path)
+            self.notices.extend(notices)
+            opts = cls.transform_config_dict(opts, self, lambda ref, option: self.get_layer(ref, name, option))
+            layer = cls(path, self, opts)
+            self._attach_loss(layer)
+        except ConfigError as exc:
+            raise exc.with_context(layer=path, location=self.location(name))
+        finally:
+            self._constructing.pop()
+        self.layers[name] = layer
+        return layer
+
+    def _attach_loss(self, layer: LayerBase) -> None:
+        """Resolves the loss and its target, and checks them against the output template."""
+        loss_name = layer.opts.get("loss")
+        layer.target_layer = None
+        layer.loss = None
+        if not loss_name:
+            return
+        from .loss_base import make_loss  # the loss contract sits beside the layer contract
+        target = layer.opts.get("target") or "classes"
+        if target.startswith("layer:"):
+            layer.target_layer = self.get_layer(target[len("layer:"):], layer.name.split("/")[-1], "target")
+        else:
+            layer.target_layer = self.get_layer(f"data:{target}", layer.name.split("/")[-1], "target")
+        layer.loss = make_loss(layer, loss_name, layer.opts.get("loss_opts") or {}, layer.target_layer)
+
+    # --- references ---------------------------------------------------------------
+    def get_layer(self, ref: str, user: Optional[str] = None, option: str = "from") -> LayerBase:
+        """The layer that `ref` names, constructing it if needed; `user` is the asking layer (for errors)."""
+        if not isinstance(ref, str):
+            raise InvalidOptionError(f"option '{option}' must name a layer, not {ref!r}", option=option)
+        if ref == "data" or ref.startswith("data:"):
+            return self._extern_layer("data" if ref == "data" else ref[len("data:"):], user, option)
+        if ref.startswith("base:"):
+            if self.parent is None:
+                raise UnknownReferenceError(f"'{option}' refers to '{ref}', but 'base:' only works inside a "
+                                            f"subnetwork or loop", option=option,
+                                            suggestion=f"write '{ref[5:]}'")
+            return self.parent.get_layer(ref[5:], None, option)
+        if ref.startswith("prev:"):
+            return self.get_prev_layer(ref[5:], user, option)
+        if "/" in ref:
+            base_name, sub_name = ref.split("/", 1)
+            base = self.get_layer(base_name, user, option)
+            sub = base.get_sub_layer(sub_name)
+            if sub is None:
+                names = base.sub_layer_names()
+                guess = closest_match(sub_name, names)
+                raise UnknownReferenceError(
+                    f"'{option}' refers to '{ref}', but layer '{base_name}' ({base.layer_class}) has no sublayer "
+                    f"'{sub_name}'", option=option,
+                    suggestion=f"did you mean '{base_name}/{guess}'?" if guess else
+                    (f"its sublayers: {', '.join(names)}" if names else "it has no sublayers"))
+            return sub
+        if ref in self.layers:
+            return self.layers[ref]
+        self._raw(ref, user, option)
+        return self._construct(ref)
+
+    def get_prev_layer(self, name: str, user: Optional[str], option: str) -> LayerBase:
+        """'prev:x': overridden by loop bodies; elsewhere an error."""
+        raise UnknownReferenceError(f"'{option}' refers to 'prev:{name}', but 'prev:' only works inside a "
+                                    f"recurrent unit", option=option, suggestion=f"write '{name}'")
+
+    def _extern_layer(self, key: str, user: Optional[str], option: str) -> LayerBase:
+        name = "data" if key == "data" else f"data:{key}"
+        if name in self.layers:
+            return self.layers[name]
+        if key not in self.extern_data:
+            if self.parent is not None:
+                return self.parent._extern_layer(key, user, option)
+            guess = closest_match(key, self.extern_data)
+            raise UnknownReferenceError(
+                f"'{option}' refers to data key '{key}', which extern_data does not define "
+                f"(it has: {', '.join(self.extern_data) or 'nothing'})", option=option,
+                suggestion=f"did you mean '{guess}'?" if guess else "add it to extern_data")
+        cls = get_layer_class("source", self.path(name))
+        opts, _ = cls.check_options({"class": "source", "data_key": key, "from": []}, self.path(name))
+        layer = cls(self.path(name), self, opts)
+        layer.target_layer = None
+        layer.loss = None
+        self.layers[name] = layer
+        return layer
+
+    # --- naming and locations ---------------------------------------------------------
+    def path(self, name: Optional[str]) -> str:
+        return f"{self.prefix}{name}" if name else self.prefix.rstrip("/")
+
+    def location(self, name: Optional[str]) -> Optional[SourceLocation]:
+        if self.config is None:
+            return None
+        return self.config.layer_location(self.path(name)) if name else SourceLocation(
+            self.config.path, self.config.network_line)
+
+    @property
+    def root(self) -> "Network":
+        net = self
+        while net.parent is not None:
+            net = net.parent
+        return net
+
+    def all_layers(self) -> Iterator[LayerBase]:
+        """Every built layer, nested networks' layers right after their owner's inputs, in build order."""
+        for layer in self.layers.values():
+            inner = getattr(layer, "subnetwork", None)
+            if isinstance(inner, Network):
+                yield from inner.all_layers()
+            yield layer
+            for sub in getattr(layer, "built_sub_layers", lambda: [])():
+                yield sub
+
+
+def build_network(config: Config, extern_data: Optional[Dict[str, Data]] = None) -> Network:
+    """Builds the config's network (templates only, no TensorFlow)."""
+    try:
+        extern = extern_data if extern_data is not None else extern_data_from_config(config.values)
+    except ConfigError as exc:
+        raise exc.with_context(location=SourceLocation(config.path))
+    return Network(config.network, extern, config=config).build()
+
+
+def build_from_dict(net_dict: Dict[str, Any], extern_data: Dict[str, Any]) -> Network:
+    """Builds a network from a dict and extern_data options (as in a config); for tests and tools."""
+    config = Config({"network": net_dict, "extern_data": extern_data})
+    return build_network(config)
