@@ -1,3 +1,5 @@
 """The layer catalogue. Importing this package registers every layer and loss class."""
 
-from . import basic, linear, losses, source  # noqa: F401
+from . import (  # noqa: F401
+    attention, basic, conv, elementwise, linear, losses, norm, rec, reduce, source, subnetwork,
+)

@@ -80,6 +80,8 @@ class LinearLayer(LayerBase):
         if self.opts["with_bias"]:
             y = ctx.add_on_axis(y, ctx.param(self, "b"), self.output.feature_dim_axis)
         activation = self.opts["activation"]
+        if activation == "softmax":
+            ctx.record_logits(self, y)
         if activation is not None:
             y = ctx.apply_on_axis(y, self.output.feature_dim_axis, lambda t: apply_activation(activation, t))
         return y

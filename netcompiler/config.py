@@ -44,7 +44,7 @@ _PRIVATE_PREFIXES = ("_",)
 class Config:
     """A loaded config: its settings, where it came from, and notices about it."""
 
-    def __init__(self, values: Dict[str, Any], path: str = "<config>",
+    def __init__(self, values: Dict[str, Any], path: Optional[str] = None,
                  layer_lines: Optional[Dict[str, int]] = None, network_line: Optional[int] = None):
         self.values = values
         self.path = path
@@ -64,7 +64,7 @@ class Config:
     def layer_location(self, path: str) -> SourceLocation:
         """Where layer `path` ("enc", "sub/out") is written; the network's line if not known."""
         line = self.layer_lines.get(path, self.network_line)
-        return SourceLocation(self.path, line)
+        return SourceLocation(self.path, line) if self.path else None
 
     @property
     def network(self) -> Dict[str, Any]:

@@ -58,7 +58,7 @@ class Option:
         return self.default is REQUIRED
 
 
-def _matches_types(value: Any, types: Tuple[type, ...]) -> bool:
+def matches_types(value: Any, types: Tuple[type, ...]) -> bool:
     """isinstance, except that bool is no int, and an int is a fine float."""
     if not types:
         return True
@@ -69,7 +69,7 @@ def _matches_types(value: Any, types: Tuple[type, ...]) -> bool:
     return isinstance(value, types)
 
 
-def _type_names(types: Sequence[type]) -> str:
+def type_names(types: Sequence[type]) -> str:
     names = ["None" if t is NONE_TYPE else t.__name__ for t in types]
     return " or ".join(names)
 
@@ -200,9 +200,9 @@ class LayerBase:
 
     @classmethod
     def _check_value(cls, layer: str, key: str, option: Option, value: Any) -> None:
-        if not _matches_types(value, option.types):
+        if not matches_types(value, option.types):
             raise InvalidOptionError(
-                f"option '{key}' must be {_type_names(option.types)}, not {type(value).__name__} {value!r}",
+                f"option '{key}' must be {type_names(option.types)}, not {type(value).__name__} {value!r}",
                 layer=layer, option=key,
             )
         if option.choices and value not in option.choices:
@@ -240,7 +240,8 @@ class LayerBase:
         for key, option in cls.all_options().items():
             value = d.get(key, option.default if key == "from" else None)
             if option.ref in ("layers",) and value is not None:
-                for n in [value] if isinstance(value, str) else list(value):
+                names = [value] if isinstance(value, str) else list(value) if isinstance(value, (list, tuple)) else []
+                for n in names:
                     if isinstance(n, str):
                         found.append((key, n))
             elif option.ref in ("layer", "layer_or_value") and isinstance(value, str):
@@ -306,6 +307,8 @@ class LayerBase:
                     raise self.error(f"'out_type' key '{key}' is not supported", option="out_type",
                                      suggestion=f"supported: {', '.join(sorted(_OUT_TYPE_FIELDS))}")
                 if key == "shape":
+                    if not isinstance(expected, (list, tuple)):
+                        raise self.error(f"'out_type' shape must be a tuple, not {expected!r}", option="out_type")
                     expected = tuple(expected)
                 if actual != expected:
                     raise self.error(f"'out_type' says {key}={expected!r}, but the output has {actual!r} "

@@ -12,13 +12,14 @@ import importlib
 from typing import Any, ClassVar, Dict, Optional
 
 from .errors import InvalidOptionError, UnknownOptionError, closest_match
-from .layer_base import Option
+from .layer_base import Option, matches_types, type_names
 
 
 class LossBase:
     """Base of every loss class. `options` declares what "loss_opts" may contain."""
 
     loss_class: ClassVar[Optional[str]] = None
+    need_target: ClassVar[bool] = True
     options: ClassVar[Dict[str, Option]] = {}
     _registry: ClassVar[Dict[str, type]] = {}
 
@@ -69,6 +70,9 @@ def make_loss(layer, name: str, loss_opts: Dict[str, Any], target_layer) -> Loss
                                      option="loss_opts",
                                      suggestion=f"did you mean '{guess}'?" if guess else
                                      f"it takes: {', '.join(sorted(cls.options)) or 'nothing'}")
+        if not matches_types(value, cls.options[key].types):
+            raise InvalidOptionError(f"loss '{name}': 'loss_opts' key '{key}' must be {type_names(cls.options[key].types)}, "
+                                     f"not {type(value).__name__} {value!r}", layer=layer.name, option="loss_opts")
         opts[key] = value
     for key, option in cls.options.items():
         opts.setdefault(key, option.default)

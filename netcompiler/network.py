@@ -191,7 +191,12 @@ class Network:
         layer.loss = None
         if not loss_name:
             return
-        from .loss_base import make_loss  # the loss contract sits beside the layer contract
+        from .loss_base import loss_classes, make_loss  # the loss contract sits beside the layer contract
+
+        cls = loss_classes().get(loss_name)
+        if cls is not None and not cls.need_target and not layer.opts.get("target"):
+            layer.loss = make_loss(layer, loss_name, layer.opts.get("loss_opts") or {}, None)
+            return
         target = layer.opts.get("target") or "classes"
         if target.startswith("layer:"):
             layer.target_layer = self.get_layer(target[len("layer:"):], layer.name.split("/")[-1], "target")
@@ -262,7 +267,7 @@ class Network:
         return f"{self.prefix}{name}" if name else self.prefix.rstrip("/")
 
     def location(self, name: Optional[str]) -> Optional[SourceLocation]:
-        if self.config is None:
+        if self.config is None or self.config.path is None:
             return None
         return self.config.layer_location(self.path(name)) if name else SourceLocation(
             self.config.path, self.config.network_line)
@@ -290,7 +295,7 @@ def build_network(config: Config, extern_data: Optional[Dict[str, Data]] = None)
     try:
         extern = extern_data if extern_data is not None else extern_data_from_config(config.values)
     except ConfigError as exc:
-        raise exc.with_context(location=SourceLocation(config.path))
+        raise exc.with_context(location=SourceLocation(config.path) if config.path else None)
     return Network(config.network, extern, config=config).build()
 
 

@@ -12,6 +12,8 @@ DTYPES = (
     "bool", "string", "complex64", "complex128",
 )
 
+FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
+
 _DEFAULT = object()
 
 
@@ -216,4 +218,4 @@ class Data:
         return self.dims == other.dims and self.dtype == other.dtype and self.sparse_dim == other.sparse_dim
 
 
-__all__ = ["Data", "DTYPES", "BATCH", "SPATIAL", "FEATURE"]
+__all__ = ["Data", "DTYPES", "FLOAT_DTYPES", "BATCH", "SPATIAL", "FEATURE"]

@@ -260,7 +260,8 @@ def conv_out_dim(
         raise ValueError(f"padding must be 'same' or 'valid', not {padding!r}")
     if stride == 1 and (padding == "same" or filter_size == 1):
         return dim
-    desc = description or f"{dim.description}:conv{filter_size}s{stride}{padding[0]}"
+    desc = description or (f"{dim.description}:conv{filter_size}s{stride}"
+                           + (f"d{dilation}" if dilation != 1 else "") + padding[0])
     return _derive("conv", [dim], (filter_size, stride, dilation, padding), dim.kind, desc)
 
 

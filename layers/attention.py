@@ -1,0 +1,198 @@
+"""Layers used to build attention: dot, softmax_over_spatial, stack."""
+
+from typing import List, Optional
+
+from netcompiler.errors import DimMismatchError
+from netcompiler.layer_base import NONE_TYPE, NUMBER, LayerBase, Option
+from netcompiler.tensor import FEATURE, FLOAT_DTYPES, SPATIAL, Data, Dim, resolve_dim, resolve_dims
+
+from .elementwise import aligned_dims
+
+AXES = (str, int, list, tuple, Dim)
+INT_DTYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
+
+
+def check_float_input(layer: LayerBase, data: Data, name: str, option: str = "from") -> None:
+    if data.sparse or data.dtype not in FLOAT_DTYPES:
+        raise layer.error(f"input '{name}' {data.describe()} {data.dtype} must hold float values",
+                          option=option, suggestion="embed class indices first, e.g. with a 'linear' layer")
+
+
+class DotLayer(LayerBase):
+    """The dot product of two inputs: `(shared..., var1..., red) x (shared..., red, var2...) -> (shared...,
+    var1..., var2...)`, summing over the reduce axes.
+
+    Options: `red1` (-1), `red2` (-2): the reduce axes of the first and second input (axis descriptions or
+    lists, paired in order); `var1` (-2), `var2` (-1): their kept axes (None: none); `add_var2_if_empty`
+    (True: without var2 axes, add a new axis of size 1 at the end); `debug` (False; not supported).
+    Decisions: reduce axes pair up if they are the same Dim or both static of the same size (so that
+    features of two different linear layers can be multiplied); the remaining (shared) axes pair up the same
+    way, identical Dims first, then the others in order. Batch can be neither reduced nor a var axis. The
+    output's dims are the first input's shared axes in its order, then var1's, then var2's.
+    """
+
+    layer_class = "dot"
+    options = {
+        "red1": Option(-1, AXES),
+        "red2": Option(-2, AXES),
+        "var1": Option(-2, AXES + (NONE_TYPE,)),
+        "var2": Option(-1, AXES + (NONE_TYPE,)),
+        "add_var2_if_empty": Option(True, (bool,)),
+        "debug": Option(False, (bool,)),
+    }
+
+    def make_output(self):
+        if self.opts["debug"]:
+            raise self.error("'debug' is not supported by netcompiler yet", option="debug")
+        if len(self.sources) != 2:
+            raise self.error(f"dot needs exactly two inputs in 'from', got {len(self.sources)}", option="from")
+        (a_name, a), (b_name, b) = [(src.name, src.output) for src in self.sources]
+        for name, data in ((a_name, a), (b_name, b)):
+            check_float_input(self, data, name)
+        red1, var1 = self._axes(a, "red1", "var1")
+        red2, var2 = self._axes(b, "red2", "var2")
+        self._pair_up(red1, red2, a, b, "red1", "reduce axes")
+        shared = [d for d in a.dims if d not in red1 + var1]
+        shared_b = [d for d in b.dims if d not in red2 + var2]
+        self._pair_up([d for d in shared if d not in shared_b], [d for d in shared_b if d not in shared], a, b,
+                      "from", "shared axes")
+        if not var2 and self.opts["add_var2_if_empty"]:
+            var2 = [Dim(1, FEATURE, f"{self.name}:dot-var2")]
+        dims = shared + var1 + var2
+        for i, dim in enumerate(dims):
+            if dim in dims[:i]:
+                raise self.error(f"the output would have the axis {dim.short_repr()} twice ('{a_name}' "
+                                 f"{a.describe()} vs '{b_name}' {b.describe()})", option="var2", kind=DimMismatchError,
+                                 suggestion="give one input its own dim for this axis (e.g. 'reinterpret_data')")
+        return Data(self.name, dims, a.dtype)
+
+    def _axes(self, data: Data, red_option: str, var_option: str):
+        """The reduce and var Dims of one input; they must be disjoint and not batch."""
+        red = resolve_dims(data, self.opts[red_option], layer=self.name, option=red_option)
+        desc = self.opts[var_option]
+        var = [] if desc is None else resolve_dims(data, desc, layer=self.name, option=var_option)
+        for option, dims in ((red_option, red), (var_option, var)):
+            if any(d.is_batch for d in dims):
+                raise self.error(f"'{option}' {self.opts[option]!r} names the batch axis of {data.describe()}",
+                                 option=option, suggestion="name the axes explicitly, e.g. 'F' or 'T'")
+        both = [d for d in var if d in red]
+        if both:
+            raise self.error(f"{both[0].short_repr()} of {data.describe()} is named by both '{red_option}' and "
+                             f"'{var_option}'", option=var_option)
+        return red, var
+
+    def _pair_up(self, mine: List[Dim], theirs: List[Dim], a: Data, b: Data, option: str, what: str) -> None:
+        """Axes `mine` (of `a`) and `theirs` (of `b`) correspond in order: the same Dims, or static of equal size."""
+        fits = len(mine) == len(theirs) and all(
+            x == y or (x.size is not None and x.size == y.size) for x, y in zip(mine, theirs))
+        if not fits:
+            labels = ", ".join(d.short_repr() for d in mine) or "none"
+            other = ", ".join(d.short_repr() for d in theirs) or "none"
+            raise self.error(f"the {what} do not match: {labels} of '{a.name}' {a.describe()} vs {other} of "
+                             f"'{b.name}' {b.describe()}",
+                             option=option, kind=DimMismatchError,
+                             suggestion="they must be the same dims (or static dims of the same size)")
+
+
+class SoftmaxOverSpatialLayer(LayerBase):
+    """Softmax over a spatial axis (default: time), masking frames beyond each sequence's length; the output
+    has the input's template.
+
+    Options: `axis` (None: "T"), `energy_factor` (None: a scale applied before the softmax), `start` (None: a
+    layer of shape (B,) with the first frame), `window_start` and `window_size` (None: layers of shape (B,)
+    or ints; only frames in [window_start, window_start + window_size) count; they go together),
+    `use_time_mask` (None: mask when the axis is dynamic; True needs a dynamic axis), `log_space` (False:
+    True gives log-softmax). Position layers must be ints whose dims are among the input's, without the axis.
+    """
+
+    layer_class = "softmax_over_spatial"
+    options = {
+        "axis": Option(None, (str, int, Dim, NONE_TYPE)),
+        "energy_factor": Option(None, NUMBER + (NONE_TYPE,)),
+        "start": Option(None, (str, NONE_TYPE), ref="layer"),
+        "window_start": Option(None, (str, int, NONE_TYPE), ref="layer_or_value"),
+        "window_size": Option(None, (str, int, NONE_TYPE), ref="layer_or_value"),
+        "use_time_mask": Option(None, (bool, NONE_TYPE)),
+        "log_space": Option(False, (bool,)),
+    }
+
+    def make_output(self):
+        x = self.input_data
+        check_float_input(self, x, self.sources[0].name if len(self.sources) == 1 else "from")
+        axis = self._axis(x)
+        if self.opts["use_time_mask"] and axis.size is not None:
+            raise self.error(f"'use_time_mask' is True, but the axis {axis.short_repr()} of {x.describe()} is "
+                             f"static (there are no lengths to mask with)", option="use_time_mask")
+        self._check_window()
+        for option in ("start", "window_start", "window_size"):
+            if isinstance(self.opts[option], LayerBase):
+                self._check_position_layer(option, x, axis)
+        return x.copy(name=self.name)
+
+    def _axis(self, x: Data) -> Dim:
+        desc = self.opts["axis"]
+        axis = resolve_dim(x, "T" if desc is None else desc, layer=self.name, option="axis")
+        if axis.is_batch or axis == x.feature_dim:
+            raise self.error(f"the softmax axis must be spatial, not {x.dim_label(axis)} of {x.describe()}",
+                             option="axis", suggestion="for the feature dim use {'class': 'activation', "
+                                                       "'activation': 'softmax'}")
+        return axis
+
+    def _check_window(self) -> None:
+        start, size = self.opts["window_start"], self.opts["window_size"]
+        if (start is None) != (size is None):
+            missing = "window_size" if size is None else "window_start"
+            raise self.error(f"'window_start' and 'window_size' go together, but '{missing}' is not given",
+                             option=missing)
+        if isinstance(size, int) and size <= 0:
+            raise self.error(f"'window_size' must be positive, not {size}", option="window_size")
+
+    def _check_position_layer(self, option: str, x: Data, axis: Dim) -> None:
+        layer = self.opts[option]
+        data = layer.output
+        extra = [d for d in data.dims if not x.has_dim(d) or d == axis]
+        if data.dtype not in INT_DTYPES or extra:
+            raise self.error(f"'{option}' layer '{layer.name}' {data.describe()} {data.dtype} must hold ints with "
+                             f"dims among those of the input {x.describe()}, without the softmax axis "
+                             f"{axis.short_repr()}", option=option, kind=DimMismatchError)
+
+
+class StackLayer(LayerBase):
+    """Stacks its inputs along a new static axis of size len(inputs) (`tf.stack`).
+
+    Options: `axis` (None: the new axis goes right after the last batch or spatial axis, i.e. before a
+    trailing feature dim; an int is its position in the output, counting batch, negative from the end).
+    All inputs must have the same dims (in any order; the first input's order is kept; feature dims of the
+    same size count as the same, as in `combine`), dtype and sparse dim.
+    """
+
+    layer_class = "stack"
+    options = {"axis": Option(None, (int, NONE_TYPE))}
+
+    def make_output(self):
+        if not self.sources:
+            raise self.error("stack needs at least one input in 'from'", option="from")
+        first = self.sources[0].output
+        for src in self.sources[1:]:
+            data = src.output
+            same_dims = set(aligned_dims(data, first)) == set(first.dims)
+            if not same_dims or data.dtype != first.dtype or data.sparse_dim != first.sparse_dim:
+                raise self.error(f"inputs must have the same dims and dtype: '{self.sources[0].name}' "
+                                 f"{first.describe()} {first.dtype} vs '{src.name}' {data.describe()} {data.dtype}",
+                                 option="from", kind=DimMismatchError)
+        new = Dim(len(self.sources), SPATIAL, f"{self.name}:stack")
+        position = self._position(first)
+        dims = first.dims[:position] + (new,) + first.dims[position:]
+        return first.copy(name=self.name, dims=dims, time_dim=first.time_dim)
+
+    def _position(self, first: Data) -> int:
+        axis: Optional[int] = self.opts["axis"]
+        ndim = first.batch_ndim
+        if axis is None:
+            kept = [i for i, d in enumerate(first.dims) if d != first.feature_dim]
+            return kept[-1] + 1 if kept else 0
+        if not -(ndim + 1) <= axis <= ndim:
+            raise self.error(f"'axis' {axis} is out of range for the new axis of a {ndim + 1}-axis output "
+                             f"(input {first.describe()})", option="axis",
+                             suggestion=f"use an int in [{-(ndim + 1)}, {ndim}]")
+        return axis % (ndim + 1)

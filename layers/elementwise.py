@@ -1,0 +1,324 @@
+"""Elementwise layers: combine, eval, compare, switch, gating.
+
+Inputs of the elementwise layers are broadcast against each other by Dim
+identity (see `broadcast_templates`).
+"""
+
+from typing import List, Optional, Sequence, Tuple
+
+from netcompiler.layer_base import NONE_TYPE, LayerBase, Option, ParamSpec
+from netcompiler.errors import DimMismatchError
+from netcompiler.tensor import DTYPES, FEATURE, FLOAT_DTYPES, Data, Dim, split_dim
+
+from .activations import FEATURE_WISE, check_activation
+
+
+
+def broadcast_templates(layer: LayerBase, inputs: Sequence[Tuple[str, Data]], option: str = "from") -> Data:
+    """The template all `inputs` (pairs of name, template) broadcast to.
+
+    The output starts as the input with the most dims (the first of those),
+    keeping its dim order, roles, dtype and sparse dim; the dims the others add
+    follow in the order they appear. Axes match by Dim identity, with one
+    exception: feature dims (the feature role) of the same static size are the
+    same axis, so that `x + linear(x)` works. An input whose dim is missing from
+    the output while the output has a different dim of the same kind that the
+    input lacks (e.g. two different time dims) is a DimMismatchError.
+    """
+    base_name, base = max(inputs, key=lambda item: len(item[1].dims))
+    dims = list(base.dims)
+    for name, data in inputs:
+        aligned = aligned_dims(data, base)
+        missing = [d for d in dims if d not in aligned]
+        for dim in aligned:
+            if dim in dims:
+                continue
+            clash = next((d for d in missing if d.kind == dim.kind), None)
+            if clash is not None:
+                raise layer.error(
+                    f"inputs have different dims: {clash.short_repr()} of '{base_name}' {base.describe()} vs "
+                    f"{dim.short_repr()} of '{name}' {data.describe()}",
+                    option=option, kind=DimMismatchError,
+                    suggestion="inputs must share their axes (the same Dims); only missing axes are broadcast")
+            dims.append(dim)
+    return base.copy(name=layer.name, dims=dims)
+
+
+def aligned_dims(data: Data, base: Data) -> List[Dim]:
+    """`data`'s dims, its feature dim replaced by `base`'s when both are different feature-kind Dims of the
+    same static size (the axis of one can stand for the other)."""
+    mine, theirs = data.feature_dim, base.feature_dim
+    if mine is None or theirs is None or mine == theirs or data.has_dim(theirs) or base.has_dim(mine):
+        return list(data.dims)
+    if mine.kind != FEATURE or theirs.kind != FEATURE or mine.size is None or mine.size != theirs.size:
+        return list(data.dims)
+    return [theirs if d == mine else d for d in data.dims]
+
+
+def common_sparse_dim(datas: Sequence[Data]) -> Optional[Dim]:
+    """The sparse dim all `datas` share, else None."""
+    sparse = {d.sparse_dim for d in datas}
+    return sparse.pop() if len(sparse) == 1 else None
+
+
+def check_same_dtype(layer: LayerBase, inputs: Sequence[Tuple[str, Data]], option: str = "from") -> str:
+    """The dtype all inputs have; a DimMismatchError naming two that differ."""
+    first_name, first = inputs[0]
+    for name, data in inputs[1:]:
+        if data.dtype != first.dtype:
+            raise layer.error(f"inputs have different dtypes: '{first_name}' {first.describe()} {first.dtype} vs "
+                              f"'{name}' {data.describe()} {data.dtype}", option=option, kind=DimMismatchError,
+                              suggestion="add a 'cast' layer")
+    return first.dtype
+
+
+def source_inputs(layer: LayerBase) -> List[Tuple[str, Data]]:
+    if not layer.sources:
+        raise layer.error("this layer needs at least one input in 'from'", option="from")
+    return [(src.name, src.output) for src in layer.sources]
+
+
+def check_activation_on(layer: LayerBase, out: Data, option: str = "activation") -> None:
+    """The activation option names a known activation that can apply to `out`."""
+    name = layer.opts[option]
+    if name is None:
+        return
+    check_activation(name, layer.name, option)
+    if out.dtype not in FLOAT_DTYPES:
+        raise layer.error(f"'{name}' needs a float output, but it is {out.describe()} {out.dtype}", option=option)
+    if set(name.split("+")) & FEATURE_WISE and out.feature_dim is None:
+        raise layer.error(f"'{name}' normalises over the feature dim, but the output {out.describe()} has none",
+                          option=option)
+
+
+# kind -> which dtypes its inputs need ("any": any but bool and string)
+COMBINE_KINDS = {
+    "add": "any", "sub": "any", "mul": "any", "truediv": "float", "floordiv": "any", "mod": "any", "pow": "any",
+    "maximum": "any", "minimum": "any", "squared_difference": "any", "average": "float",
+    "logical_and": "bool", "logical_or": "bool", "logical_xor": "bool", "eval": "eval",
+}
+
+
+class CombineLayer(LayerBase):
+    """Folds its inputs with a binary elementwise operation (`kind`), broadcasting them (see
+    `broadcast_templates`); optionally adds a bias and applies an activation.
+
+    Options: `kind` (required: add, sub, mul, truediv, floordiv, mod, pow, maximum, minimum, squared_difference,
+    average, logical_and, logical_or, logical_xor, eval), `activation` (None), `with_bias` (False; param "b"
+    on the feature dim), `eval` (None; for kind "eval" a Python expression over `source(i)`, evaluated at
+    emission), `eval_locals` (None), `eval_for_output_loss` (False; not supported).
+    All inputs need the same dtype (except for "eval"): float for truediv/average, bool for logical_*.
+    For "eval", `out_type` may override the output's `dtype`, `sparse` and `dim` (its other keys are checked).
+    """
+
+    layer_class = "combine"
+    options = {
+        "kind": Option(types=(str,), choices=tuple(COMBINE_KINDS), doc="the operation, e.g. 'add'"),
+        "activation": Option(None, (str, NONE_TYPE)),
+        "with_bias": Option(False, (bool,)),
+        "eval": Option(None, (str, NONE_TYPE)),
+        "eval_locals": Option(None, (dict, NONE_TYPE)),
+        "eval_for_output_loss": Option(False, (bool,)),
+    }
+
+    def make_output(self):
+        if self.opts["eval_for_output_loss"]:
+            raise self.error("'eval_for_output_loss' is not supported by netcompiler yet",
+                             option="eval_for_output_loss")
+        kind = self.opts["kind"]
+        inputs = source_inputs(self)
+        if kind == "eval":
+            out = self._eval_output(inputs)
+        else:
+            out = self._kind_output(kind, inputs)
+        check_activation_on(self, out)
+        if self.opts["with_bias"]:
+            self._check_bias_fits(out)
+        return out
+
+    def _kind_output(self, kind: str, inputs) -> Data:
+        if self.opts["eval"] is not None:
+            raise self.error(f"'eval' is only used with kind 'eval', but kind is '{kind}'", option="eval",
+                             suggestion="set 'kind': 'eval' or remove 'eval'")
+        dtype = check_same_dtype(self, inputs)
+        self._check_dtype_for_kind(kind, dtype, inputs[0])
+        out = broadcast_templates(self, inputs)
+        return out.copy(sparse_dim=common_sparse_dim([data for _, data in inputs]))
+
+    def _check_dtype_for_kind(self, kind: str, dtype: str, first: Tuple[str, Data]) -> None:
+        need = COMBINE_KINDS[kind]
+        ok = {"float": dtype in FLOAT_DTYPES, "bool": dtype == "bool",
+              "any": dtype not in ("bool", "string")}[need]
+        if not ok:
+            name, data = first
+            raise self.error(f"kind '{kind}' needs {need if need != 'any' else 'numeric'} inputs, but '{name}' is "
+                             f"{data.describe()} {dtype}", option="kind",
+                             suggestion="add a 'cast' layer" if need != "bool" else "use a 'compare' layer")
+
+    def _eval_output(self, inputs) -> Data:
+        if not self.opts["eval"]:
+            raise self.error("kind 'eval' needs the option 'eval' (an expression over source(i))", option="eval")
+        out = broadcast_templates(self, inputs)
+        return self._apply_out_type(out)
+
+    def _apply_out_type(self, out: Data) -> Data:
+        """`out` with the `dtype`, `sparse` and `dim` that `out_type` gives (other keys are checked later)."""
+        out_type = self.opts["out_type"] or {}
+        if "dtype" in out_type:
+            if out_type["dtype"] not in DTYPES:
+                raise self.error(f"'out_type' dtype {out_type['dtype']!r} is not a known dtype", option="out_type")
+            out = out.copy(dtype=out_type["dtype"])
+        dim = out_type.get("dim")
+        if dim is not None and (not isinstance(dim, int) or isinstance(dim, bool) or dim <= 0):
+            raise self.error(f"'out_type' dim must be a positive int, not {dim!r}", option="out_type")
+        sparse = out_type.get("sparse", out.sparse)
+        if sparse:
+            return self._sparse_out(out, dim, "dtype" in out_type)
+        if out.sparse:
+            out = out.copy(sparse_dim=None)
+        if dim is not None and dim != out.dim:
+            if out.feature_dim is None:
+                raise self.error(f"'out_type' sets dim={dim}, but the output {out.describe()} has no feature dim",
+                                 option="out_type")
+            out = out.copy_replace_dim(out.feature_dim, self.new_feature_dim(dim))
+        return out
+
+    def _sparse_out(self, out: Data, dim: Optional[int], dtype_given: bool) -> Data:
+        if dim is None and not out.sparse:
+            raise self.error("'out_type' sets sparse=True, but gives no 'dim' (the number of classes)",
+                             option="out_type")
+        sparse_dim = out.sparse_dim if dim is None or dim == out.dim else Dim(dim, FEATURE, f"{self.name}:sparse")
+        dtype = out.dtype if dtype_given or out.dtype not in FLOAT_DTYPES + ("bool",) else "int32"
+        return out.copy(sparse_dim=sparse_dim, dtype=dtype)
+
+    def _check_bias_fits(self, out: Data) -> None:
+        if out.feature_dim is None or out.feature_dim.size is None or out.dtype not in FLOAT_DTYPES:
+            raise self.error(f"'with_bias' needs a float output with a static feature dim, but the output is "
+                             f"{out.describe()} {out.dtype}", option="with_bias")
+
+    def make_params(self):
+        if not self.opts["with_bias"]:
+            return {}
+        return {"b": ParamSpec((self.output.feature_dim,), "zeros")}
+
+
+class EvalLayer(CombineLayer):
+    """`combine` with kind "eval": the `eval` expression over `source(i)`, evaluated at emission.
+
+    At template time the output is the broadcast of the inputs (the first with the most dims sets the dtype);
+    `out_type` may override `dtype`, `sparse` and `dim`. Options: `eval` (required), `eval_locals` (None), and
+    those of `combine` (`kind` can only be "eval").
+    """
+
+    layer_class = "eval"
+    options = {
+        "kind": Option("eval", (str,), choices=("eval",)),
+        "eval": Option(types=(str,), doc="a Python expression over source(i)"),
+    }
+
+
+COMPARE_KINDS = ("equal", "not_equal", "less", "less_equal", "greater", "greater_equal")
+
+
+class CompareLayer(LayerBase):
+    """Compares its inputs elementwise in a chain (`x0 < x1 < value`), broadcasting them; output dtype bool.
+
+    Options: `kind` ("equal"; or not_equal, less, less_equal, greater, greater_equal), `value` (None: a
+    constant compared last). It needs two inputs or one input and a `value`; the inputs need the same dtype.
+    """
+
+    layer_class = "compare"
+    options = {
+        "kind": Option("equal", (str,), choices=COMPARE_KINDS),
+        "value": Option(None, (int, float, bool, NONE_TYPE)),
+    }
+
+    def make_output(self):
+        inputs = source_inputs(self)
+        if len(inputs) == 1 and self.opts["value"] is None:
+            raise self.error("comparing needs two inputs, or one input and a 'value'", option="value",
+                             suggestion="add 'value' or a second input in 'from'")
+        check_same_dtype(self, inputs)
+        out = broadcast_templates(self, inputs)
+        return out.copy(dtype="bool", sparse_dim=None)
+
+
+class SwitchLayer(LayerBase):
+    """`where(condition, true_from, false_from)`, broadcasting all three; each is a layer or a constant.
+
+    Options: `condition` (required: a bool layer, or a bool constant which statically picks one branch),
+    `true_from`, `false_from` (required: a layer name or a number). The output dtype is the branches' dtype
+    (float32 if both are constants and one is a float, else int32); it stays sparse when both branch layers
+    share the sparse dim.
+    """
+
+    layer_class = "switch"
+    default_from = ()
+    options = {
+        "condition": Option(types=(str, bool), ref="layer_or_value"),
+        "true_from": Option(types=(str, int, float, NONE_TYPE), ref="layer_or_value"),
+        "false_from": Option(types=(str, int, float, NONE_TYPE), ref="layer_or_value"),
+    }
+
+    def make_output(self):
+        condition = self.opts["condition"]
+        if isinstance(condition, bool):
+            return self._static_choice(condition)
+        if condition.output.dtype != "bool":
+            raise self.error(f"the condition '{condition.name}' must be bool, but is {condition.output.describe()} "
+                             f"{condition.output.dtype}", option="condition",
+                             suggestion="make it with a 'compare' layer")
+        branches = self._branch_layers()
+        for option in ("true_from", "false_from"):
+            if self.opts[option] is None:
+                raise self.error(f"'{option}' is None, but the condition is a layer", option=option)
+        dtype = self._branch_dtype(branches)
+        inputs = [(layer.name, layer.output) for layer in branches + [condition]]
+        out = broadcast_templates(self, inputs, option="condition")
+        return out.copy(dtype=dtype, sparse_dim=common_sparse_dim([layer.output for layer in branches])
+                        if len(branches) == 2 else None)
+
+    def _static_choice(self, condition: bool) -> Data:
+        option = "true_from" if condition else "false_from"
+        chosen = self.opts[option]
+        if not isinstance(chosen, LayerBase):
+            raise self.error(f"the condition is the constant {condition}, so '{option}' must be a layer, "
+                             f"not {chosen!r}", option=option)
+        return chosen.output.copy(name=self.name)
+
+    def _branch_layers(self) -> List[LayerBase]:
+        return [self.opts[o] for o in ("true_from", "false_from") if isinstance(self.opts[o], LayerBase)]
+
+    def _branch_dtype(self, branches: List[LayerBase]) -> str:
+        if branches:
+            return check_same_dtype(self, [(layer.name, layer.output) for layer in branches], option="false_from")
+        constants = [self.opts["true_from"], self.opts["false_from"]]
+        return "float32" if any(isinstance(c, float) for c in constants) else "int32"
+
+
+class GatingLayer(LayerBase):
+    """Splits the feature dim into halves a, b and computes `activation(a) * gate_activation(b)`; the output
+    feature dim is half the input's (a derived Dim, the same for every gating layer on the same input).
+
+    Options: `activation` (required, e.g. "tanh"; None means identity), `gate_activation` ("sigmoid").
+    """
+
+    layer_class = "gating"
+    options = {
+        "activation": Option(types=(str, NONE_TYPE)),
+        "gate_activation": Option("sigmoid", (str,)),
+    }
+
+    def make_output(self):
+        for option in ("activation", "gate_activation"):
+            check_activation(self.opts[option], self.name, option)
+        x = self.input_data
+        feature = x.feature_dim
+        if x.sparse or feature is None or x.dtype not in FLOAT_DTYPES:
+            raise self.error(f"the input {x.describe()} {x.dtype} needs a float feature dim to split",
+                             option="from")
+        if feature.size is None or feature.size % 2:
+            raise self.error(f"the input's feature dim {feature.short_repr()} must have an even static size to be "
+                             f"split into two halves ({x.describe()})", option="from", kind=DimMismatchError)
+        return x.copy_replace_dim(feature, split_dim(feature, 2, pad=False), name=self.name)
+

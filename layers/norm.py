@@ -1,0 +1,147 @@
+"""Normalisation layers: layer_norm, norm (over any axes), batch_norm (with running statistics).
+
+All three keep the input's template; they differ in their parameters.
+"""
+
+from typing import Dict, List
+
+from netcompiler.layer_base import NUMBER, LayerBase, Option, ParamSpec
+from netcompiler.tensor import Data, Dim, resolve_dims
+
+from .reduce import check_values
+
+_INIT = (str, float, int, dict)
+
+
+class _NormBase(LayerBase):
+    """Shared checks: float values in, the same template out; `epsilon` must not be negative."""
+
+    def make_output(self):
+        x = self.input_data
+        check_values(self, x, need_float=True)
+        epsilon = self.opts["epsilon"]
+        if not epsilon >= 0:
+            raise self.error(f"'epsilon' must be >= 0, not {epsilon!r}", option="epsilon")
+        self.check_input(x)
+        return x.copy(name=self.name)
+
+    def check_input(self, x: Data) -> None:
+        """Further checks of the input by each class."""
+
+    def static_feature_dim(self, x: Data) -> Dim:
+        if x.feature_dim is None or x.feature_dim.size is None:
+            what = "no feature dim" if x.feature_dim is None else "a dynamic feature dim"
+            raise self.error(f"the input {x.describe()} has {what}; the parameters need a static one",
+                             option="from")
+        return x.feature_dim
+
+
+class LayerNormLayer(_NormBase):
+    """Layer normalisation over the feature dim: `(x - mean) / sqrt(var + epsilon) * scale + bias`.
+
+    Options: `epsilon` (1e-6). Params (RETURNN's names): "scale" [F] (init 1) and "bias" [F] (init 0).
+    """
+
+    layer_class = "layer_norm"
+    options = {"epsilon": Option(1e-6, NUMBER)}
+
+    def check_input(self, x):
+        self.static_feature_dim(x)
+
+    def make_params(self):
+        feature = self.output.feature_dim
+        return {"scale": ParamSpec((feature,), 1.0), "bias": ParamSpec((feature,), 0.0)}
+
+
+class NormLayer(_NormBase):
+    """Normalises over `axes` (mean and variance of the input over them), then `* scale + bias`.
+
+    Options: `axes` (required, e.g. "F", "TF", "except_batch"), `param_shape` ("F": axes of the input that the
+    scale and bias have; static, not batch), `scale` (True), `bias` (True), `epsilon` (1e-6).
+    Params: "scale" (init 1) and "bias" (init 0), shaped by the `param_shape` axes in the input's order
+    (an empty list gives scalars).
+    """
+
+    layer_class = "norm"
+    options = {
+        "axes": Option(types=(str, int, list, tuple, Dim)),
+        "param_shape": Option("F", (str, int, list, tuple, Dim)),
+        "scale": Option(True, (bool,)),
+        "bias": Option(True, (bool,)),
+        "epsilon": Option(1e-6, NUMBER),
+    }
+
+    def check_input(self, x):
+        axes = resolve_dims(x, self.opts["axes"], layer=self.name, option="axes")
+        if not axes:
+            raise self.error(f"'axes' {self.opts['axes']!r} names no axis of the input {x.describe()}",
+                             option="axes")
+        self.param_dims(x)
+
+    def param_dims(self, x: Data) -> List[Dim]:
+        named = resolve_dims(x, self.opts["param_shape"], layer=self.name, option="param_shape")
+        for dim in named:
+            if dim.is_batch or dim.is_dynamic:
+                raise self.error(f"'param_shape' names the axis {x.dim_label(dim)} of the input {x.describe()}, "
+                                 f"but parameters need static, non-batch axes", option="param_shape")
+        return [d for d in x.dims if d in named]
+
+    def make_params(self):
+        shape = tuple(self.param_dims(self.output))
+        params = {}
+        if self.opts["scale"]:
+            params["scale"] = ParamSpec(shape, 1.0)
+        if self.opts["bias"]:
+            params["bias"] = ParamSpec(shape, 0.0)
+        return params
+
+
+class BatchNormLayer(_NormBase):
+    """Batch normalisation over all axes but the feature axis, with running mean and variance for inference.
+
+    Options (defaults are RETURNN's current ones, behavior version >= 12): `use_shift` (True: param "beta"),
+    `use_std` (True: param "gamma"), `use_sample` (0.0: in training, the weight of the running statistics
+    against the batch's), `force_sample` (False: also use `use_sample` in eval), `momentum` (0.1: the running
+    averages move this far towards the batch statistics each step), `epsilon` (1e-3),
+    `update_sample_only_in_training` (True), `delay_sample_update` (True), `param_version` (2; 0, 1 or 2),
+    `gamma_init` (1.0), `beta_init` (0.0), `masked_time` (True: padded frames do not count).
+
+    Params, all [F]: "mean" (init 0) and "variance" (init 1) are the running statistics, not trainable;
+    "gamma" (scale, init `gamma_init`) and "beta" (shift, init `beta_init`) are trainable.
+    Naming decision: the names are RETURNN's base names without the version prefix RETURNN puts in front
+    ("v2_" for param_version 2, "<layer>_<output>_" for 0), and the shape is [F] for every `param_version`
+    (RETURNN's versions 0 and 1 use a broadcast shape [1, ..., F]); the version only matters when importing
+    RETURNN checkpoints, where the importer maps the names.
+    """
+
+    layer_class = "batch_norm"
+    options = {
+        "use_shift": Option(True, (bool,)),
+        "use_std": Option(True, (bool,)),
+        "use_sample": Option(0.0, NUMBER),
+        "force_sample": Option(False, (bool,)),
+        "momentum": Option(0.1, NUMBER),
+        "epsilon": Option(1e-3, NUMBER),
+        "update_sample_only_in_training": Option(True, (bool,)),
+        "delay_sample_update": Option(True, (bool,)),
+        "param_version": Option(2, (int,), choices=(0, 1, 2)),
+        "gamma_init": Option(1.0, _INIT),
+        "beta_init": Option(0.0, _INIT),
+        "masked_time": Option(True, (bool,)),
+    }
+
+    def check_input(self, x):
+        self.static_feature_dim(x)
+        for option in ("use_sample", "momentum"):
+            value = self.opts[option]
+            if not 0 <= value <= 1:
+                raise self.error(f"'{option}' must be between 0 and 1, not {value!r}", option=option)
+
+    def make_params(self) -> Dict[str, ParamSpec]:
+        shape = (self.output.feature_dim,)
+        params = {"mean": ParamSpec(shape, 0.0, trainable=False), "variance": ParamSpec(shape, 1.0, trainable=False)}
+        if self.opts["use_std"]:
+            params["gamma"] = ParamSpec(shape, self.opts["gamma_init"])
+        if self.opts["use_shift"]:
+            params["beta"] = ParamSpec(shape, self.opts["beta_init"])
+        return params

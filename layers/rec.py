@@ -1,0 +1,251 @@
+"""The recurrent layer `rec` with a built-in unit (LSTM, GRU, simple RNN).
+
+A `unit` that is a network dict (a loop body run step by step) is not supported
+yet. When it comes, it is a `Network` subclass that resolves "prev:x" (it
+overrides `Network.get_prev_layer`), built with `layers.subnetwork.build_nested_network`;
+`RecLayer._make_loop_output` is where it slots in, and the build order already
+sees the loop body's "base:" references (`RecLayer.referenced_names`).
+"""
+
+from dataclasses import dataclass
+from typing import Any, Dict, List, Tuple
+
+from netcompiler.errors import MissingOptionError, UnknownOptionError, closest_match
+from netcompiler.layer_base import NONE_TYPE, NUMBER, LayerBase, Option, ParamSpec
+from netcompiler.tensor import Data, Dim, FeatureDim, resolve_dim
+
+from .activations import check_activation
+from .subnetwork import parent_references
+
+INIT_TYPES = (str, int, float, dict, NONE_TYPE)
+
+
+@dataclass(frozen=True)
+class UnitKind:
+    """A recurrence: how many blocks of n_out its weight matrices have, and the unit_opts it knows.
+
+    `unit_opts` maps each known key to its default; `supported` are the keys that may
+    take other values (the rest are refused unless they have their default).
+    """
+
+    name: str
+    blocks: int
+    unit_opts: Dict[str, Any]
+    supported: frozenset
+
+
+LSTM = UnitKind("lstm", 4, {"forget_bias": 0.0, "state_is_tuple": True, "activation": "tanh", "use_peepholes": False,
+                            "cell_clip": None, "num_proj": None, "proj_clip": None, "rec_weight_dropout": 0.0},
+                frozenset({"forget_bias", "state_is_tuple"}))
+GRU = UnitKind("gru", 3, {"activation": "tanh"}, frozenset())
+RNN = UnitKind("rnn", 1, {"activation": "tanh"}, frozenset({"activation"}))
+
+# Spellings of `unit` (lower case, without a trailing "cell"), as RETURNN accepts them, and the
+# unit_opts defaults that differ between spellings: TF's LSTMCell (RETURNN's "standardlstm", and
+# "basiclstm" under TF 2) adds forget_bias=1.0, the native LSTMs add none.
+UNITS: Dict[str, Tuple[UnitKind, Dict[str, Any]]] = {
+    "lstm": (LSTM, {}), "nativelstm": (LSTM, {}), "nativelstm2": (LSTM, {}), "lstmblock": (LSTM, {}),
+    "lstmblockfused": (LSTM, {}), "cudnnlstm": (LSTM, {}),
+    "standardlstm": (LSTM, {"forget_bias": 1.0}), "basiclstm": (LSTM, {"forget_bias": 1.0}),
+    "gru": (GRU, {}),
+    "basicrnn": (RNN, {}), "rnn": (RNN, {}),
+}
+
+# RETURNN spellings refused, and why.
+UNSUPPORTED_UNITS = {
+    "lstmp": "an LSTM with a projection is not supported by netcompiler yet (RETURNN runs 'lstmp' as a plain "
+             "LSTM: write 'lstm' for that)",
+    "cudnngru": "the cuDNN GRU (reset gate after the recurrent matmul) is not supported by netcompiler yet; "
+                "'gru' applies the reset gate before it",
+}
+
+# Options without effect here: a value other than the default only adds a notice.
+_IGNORED = {"optimize_move_layers_out": None, "cheating": False, "unroll": False, "debug": None}
+
+# Options whose other values are refused for a built-in unit: (accepted values, why).
+_NOT_YET = "not supported by netcompiler yet"
+_LOOP_ONLY = "only applies to a unit that is a network dict"
+_RESTRICTED = {
+    "input_projection": ((True,), _NOT_YET),
+    "back_prop": ((None, True), _NOT_YET),
+    "use_global_rec_step_offset": ((False,), _NOT_YET),
+    "max_seq_len": ((None,), _LOOP_ONLY),
+    "max_seq_len_via": ((None,), _LOOP_ONLY),
+    "include_eos": ((False,), _LOOP_ONLY + " (in search)"),
+}
+
+
+class RecLayer(LayerBase):
+    """Runs a recurrent unit over the time axis (`axis`) of the input: out[t] = unit(x[t], state[t-1]).
+
+    Options: `unit` ("lstm"; also "gru", "basicrnn"/"rnn", and the LSTM spellings "nativelstm",
+    "nativelstm2", "lstmblock", "lstmblockfused", "cudnnlstm", "standardlstm", "basiclstm"; any
+    case, a trailing "Cell" allowed; a network dict is not supported yet), `n_out` (required),
+    `unit_opts` (None; lstm: "forget_bias" (0.0; 1.0 for "standardlstm"/"basiclstm", added to the
+    forget gate at run time); basicrnn: "activation" ("tanh")), `direction` (None or 1: forward,
+    -1: backward), `axis` (None: "T"), `initial_state` (None or "zeros"; others not supported yet),
+    `forward_weights_init` (None: "glorot_uniform"), `recurrent_weights_init` (None: the forward
+    init), `bias_init` (None: 0.0), `input_projection` (True; False not supported), `max_seq_len`,
+    `max_seq_len_via`, `include_eos` (loop bodies only), `back_prop` (None; False not supported),
+    `use_global_rec_step_offset` (False; True not supported), `optimize_move_layers_out`,
+    `cheating`, `unroll`, `debug` (no effect).
+
+    Output: the input with its feature dim replaced by "<name>:feature"(n_out); every other dim,
+    time included, is the input's own Dim, and the iterated axis is the output's time dim. A
+    sparse input is embedded (rows of W), as in `linear`.
+
+    Parameters (checkpoint names), with in = input features (classes if sparse), n = n_out:
+    "W" [in, k*n] (input weights), "W_re" [n, k*n] (recurrent weights), "b" [k*n]. The k blocks
+    along the last axis follow Keras, so TF's fused kernels can use them as they are:
+    lstm (k=4): input gate i, forget gate f, cell candidate c, output gate o;
+    gru (k=3): update gate z, reset gate r, candidate h, with the reset gate applied to the state
+    before the recurrent matmul (Keras `reset_after=False`, TF 1's GRUCell; one bias);
+    basicrnn (k=1): h[t] = activation(x W + h[t-1] W_re + b).
+    """
+
+    layer_class = "rec"
+    options = {
+        "unit": Option("lstm", (str, dict), doc="a built-in unit name, or a loop body network dict"),
+        "unit_opts": Option(None, (dict, NONE_TYPE)),
+        "n_out": Option(None, (int, NONE_TYPE), doc="output feature size"),
+        "direction": Option(None, (int, NONE_TYPE), choices=(None, 1, -1)),
+        "axis": Option(None, (str, int, Dim, NONE_TYPE), doc="the axis to iterate over (default 'T')"),
+        "input_projection": Option(True, (bool,)),
+        "initial_state": Option(None, (str, int, float, list, tuple, dict, NONE_TYPE)),
+        "max_seq_len": Option(None, (int, str, NONE_TYPE)),
+        "max_seq_len_via": Option(None, (str, NONE_TYPE), ref="layer"),
+        "forward_weights_init": Option(None, INIT_TYPES),
+        "recurrent_weights_init": Option(None, INIT_TYPES),
+        "bias_init": Option(None, INIT_TYPES),
+        "optimize_move_layers_out": Option(None, (bool, NONE_TYPE)),
+        "cheating": Option(False, (bool,)),
+        "unroll": Option(False, (bool,)),
+        "back_prop": Option(None, (bool, NONE_TYPE)),
+        "use_global_rec_step_offset": Option(False, (bool,)),
+        "include_eos": Option(False, (bool,)),
+        "debug": Option(None, (bool, NONE_TYPE)),
+    }
+
+    @classmethod
+    def referenced_names(cls, d: Dict[str, Any]) -> List[Tuple[str, str]]:
+        refs = super().referenced_names(d)
+        return refs + [("unit", name) for name in parent_references(d.get("unit"))]
+
+    def make_output(self) -> Data:
+        unit = self.opts["unit"]
+        if isinstance(unit, dict):
+            return self._make_loop_output(unit)
+        self.unit_kind, self.unit_opts = self._resolve_unit(unit)
+        self._check_builtin_options()
+        return self._builtin_output()
+
+    def _make_loop_output(self, unit: Dict[str, Any]) -> Data:
+        """The output of a loop body unit: a nested network whose "prev:x" is x of the step before."""
+        raise self.error("rec with a subnetwork unit is not supported yet", option="unit",
+                         suggestion="use a built-in unit such as 'lstm'")
+
+    # --- the built-in unit ----------------------------------------------------------
+    def _resolve_unit(self, unit: str) -> Tuple[UnitKind, Dict[str, Any]]:
+        """The unit's kind and its unit_opts with defaults filled in."""
+        key = unit.lower()
+        if key.endswith("cell") and key != "cell":
+            key = key[:-len("cell")]
+        if key in UNSUPPORTED_UNITS:
+            raise self.error(f"unit '{unit}': {UNSUPPORTED_UNITS[key]}", option="unit")
+        if key not in UNITS:
+            guess = closest_match(key, UNITS)
+            raise self.error(f"unknown unit '{unit}' (built-in units: {', '.join(UNITS)})", option="unit",
+                             suggestion=f"did you mean '{guess}'?" if guess else None)
+        kind, spelling_defaults = UNITS[key]
+        return kind, {**kind.unit_opts, **spelling_defaults, **self._checked_unit_opts(kind, unit)}
+
+    def _checked_unit_opts(self, kind: UnitKind, unit: str) -> Dict[str, Any]:
+        given = dict(self.opts["unit_opts"] or {})
+        if "activation" in given and given["activation"] is None:
+            given["activation"] = "tanh"  # TF's cells read None as their default, tanh
+        for key, value in given.items():
+            if key not in kind.unit_opts:
+                guess = closest_match(str(key), kind.unit_opts)
+                raise self.error(f"'unit_opts' key {key!r} unknown for unit '{unit}'", option="unit_opts",
+                                 kind=UnknownOptionError,
+                                 suggestion=f"did you mean '{guess}'?" if guess else
+                                 f"it takes: {', '.join(sorted(kind.supported)) or 'nothing'}")
+            if key not in kind.supported and value != kind.unit_opts[key]:
+                raise self.error(f"'unit_opts' {key}={value!r} is not supported by netcompiler yet "
+                                 f"(only {kind.unit_opts[key]!r})", option="unit_opts")
+        self._check_unit_opt_values(given)
+        return given
+
+    def _check_unit_opt_values(self, given: Dict[str, Any]) -> None:
+        bias = given.get("forget_bias", 0.0)
+        if isinstance(bias, bool) or not isinstance(bias, NUMBER):
+            raise self.error(f"'unit_opts' forget_bias must be a number, not {bias!r}", option="unit_opts")
+        if "activation" in given:
+            check_activation(given["activation"], self.name, option="unit_opts")
+
+    def _check_builtin_options(self) -> None:
+        for key, (accepted, why) in _RESTRICTED.items():
+            value = self.opts[key]
+            if value not in accepted:
+                shown = value.name if isinstance(value, LayerBase) else value
+                raise self.error(f"option '{key}'={shown!r}: {why}", option=key)
+        for key, default in _IGNORED.items():
+            if self.opts[key] != default:
+                self.network.notices.append(f"layer '{self.name}': option '{key}' has no effect in netcompiler; "
+                                            f"ignored")
+        state = self.opts["initial_state"]
+        if state not in (None, "zeros", 0):
+            raise self.error(f"'initial_state' {state!r} is not supported by netcompiler yet (only None or 'zeros')",
+                             option="initial_state")
+
+    def _builtin_output(self) -> Data:
+        n_out = self.opts["n_out"]
+        if n_out is None:
+            raise MissingOptionError(f"class 'rec' with unit '{self.opts['unit']}' needs option 'n_out' "
+                                     f"(the output feature size)", layer=self.name, option="n_out")
+        if n_out <= 0:
+            raise self.error(f"'n_out' must be positive, not {n_out}", option="n_out")
+        x = self.input_data
+        out_dim = self.new_feature_dim(n_out)
+        if x.sparse:
+            time = self._iteration_dim(x)
+            return x.copy(name=self.name, dims=x.dims + (out_dim,), dtype="float32", sparse_dim=None,
+                          feature_dim=out_dim, time_dim=time)
+        self._check_dense_input(x)
+        time = self._iteration_dim(x)
+        return x.copy_replace_dim(x.feature_dim, out_dim, name=self.name, time_dim=time)
+
+    def _check_dense_input(self, x: Data) -> None:
+        if x.feature_dim is None:
+            raise self.error(f"the input {x.describe()} has no feature dim", option="from")
+        if x.feature_dim.size is None:
+            raise self.error(f"the input's feature dim {x.feature_dim.short_repr()} is dynamic; the weight "
+                             f"matrices need a static size", option="from")
+        if not x.dtype.startswith("float"):
+            raise self.error(f"the input {x.describe()} has dtype {x.dtype}; rec needs floats (or sparse indices)",
+                             option="from", suggestion="add a 'cast' layer")
+
+    def _iteration_dim(self, x: Data) -> Dim:
+        axis = "T" if self.opts["axis"] is None else self.opts["axis"]
+        dim = resolve_dim(x, axis, layer=self.name, option="axis")
+        if dim.is_batch or dim == x.feature_dim:
+            raise self.error(f"option 'axis' {axis!r} names the {'batch' if dim.is_batch else 'feature'} axis of "
+                             f"the input {x.describe()}; rec iterates over a spatial axis", option="axis",
+                             suggestion="use 'T' or another spatial axis")
+        return dim
+
+    def make_params(self) -> Dict[str, ParamSpec]:
+        x = self.input_data
+        in_dim = x.sparse_dim if x.sparse else x.feature_dim
+        out_dim = self.output.feature_dim
+        n = out_dim.size
+        gates = FeatureDim(f"{self.name}:{self.unit_kind.name}-gates", self.unit_kind.blocks * n)
+        forward = self.opts["forward_weights_init"]
+        forward = "glorot_uniform" if forward is None else forward
+        recurrent = self.opts["recurrent_weights_init"]
+        bias = self.opts["bias_init"]
+        return {
+            "W": ParamSpec((in_dim, gates), forward),
+            "W_re": ParamSpec((out_dim, gates), forward if recurrent is None else recurrent),
+            "b": ParamSpec((gates,), 0.0 if bias is None else bias),
+        }

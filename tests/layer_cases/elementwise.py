@@ -1,0 +1,209 @@
+"""Template cases for combine, eval, compare, switch, gating, dot, softmax_over_spatial and stack."""
+
+from layer_harness import DEFAULT_EXTERN, ErrorCase, LayerCase
+from netcompiler.errors import AxisError, DimMismatchError, InvalidOptionError, MissingOptionError
+from netcompiler.tensor import SPATIAL, Dim, FeatureDim, SpatialDim, batch_dim
+
+# Dims shared by several extern data entries, so that their axes are the same.
+TIME = SpatialDim("ew-time")
+FEAT = FeatureDim("ew-feat", 3)
+QUERY_FEAT = FeatureDim("ew-q", 3)
+WINDOW = Dim(5, SPATIAL, "ew-window")
+
+EXTERN = {
+    **DEFAULT_EXTERN,
+    "enc": {"dims": [batch_dim, TIME, FEAT]},
+    "query": {"dims": [batch_dim, QUERY_FEAT]},
+    "keys": {"dims": [batch_dim, QUERY_FEAT, WINDOW]},
+    "win": {"dims": [TIME, WINDOW]},
+    "grid": {"dims": [batch_dim, TIME, WINDOW, FEAT]},
+    "mask": {"dims": [batch_dim, TIME], "dtype": "bool"},
+    "pos": {"dims": [batch_dim], "dtype": "int32"},
+    "other": {"dim": 6},
+}
+
+DATA = "[B, T|'time:data', F|'data:feature'(6)]"
+LIN6 = {"class": "linear", "n_out": 6, "from": "data"}
+
+
+def case(id, network, expect, **kw):
+    return LayerCase(id, network, expect, extern_data=EXTERN, **kw)
+
+
+def error(id, network, error_class, contains):
+    return ErrorCase(id, network, error_class, contains, extern_data=EXTERN)
+
+
+CASES = [
+    # combine
+    case("combine-add-residual", {"lin": LIN6, "output": {"class": "combine", "kind": "add", "from": ["data", "lin"]}},
+         {"output": f"{DATA} float32"}),
+    case("combine-broadcast-new-dim", {"output": {"class": "combine", "kind": "mul", "from": ["data:win", "data:enc"]}},
+         {"output": "[B, T|'ew-time', F|'ew-feat'(3), 'ew-window'(5)] float32"}),
+    case("combine-bias-activation",
+         {"output": {"class": "combine", "kind": "maximum", "from": ["data", "data"], "with_bias": True,
+                     "activation": "tanh"}},
+         {"output": f"{DATA} float32"}, params={"output": {"b": (6,)}}),
+    case("combine-sparse", {"output": {"class": "combine", "kind": "add", "from": ["data:classes", "data:classes"]}},
+         {"output": "[B, T|'time:classes'] sparse 'classes:sparse'(4) int32"}),
+    case("combine-logical", {"output": {"class": "combine", "kind": "logical_and", "from": ["data:mask", "data:mask"]}},
+         {"output": "[B, T|'ew-time'] bool"}),
+    case("combine-kind-eval", {"lin": LIN6, "output": {"class": "combine", "kind": "eval", "from": ["data", "lin"],
+                                                       "eval": "source(0) * source(1)"}},
+         {"output": f"{DATA} float32"}),
+    # eval
+    case("eval-out-type-dtype", {"output": {"class": "eval", "from": "data", "eval": "tf.cast(source(0) > 0, tf.int32)",
+                                            "out_type": {"dtype": "int32"}}},
+         {"output": f"{DATA} int32"}),
+    case("eval-out-type-sparse", {"output": {"class": "eval", "from": "data:classes", "eval": "source(0) + 3",
+                                             "out_type": {"sparse": True, "dim": 7}}},
+         {"output": "[B, T|'time:classes'] sparse 'output:sparse'(7) int32"}),
+    # compare
+    case("compare-value", {"output": {"class": "compare", "kind": "less", "from": "data:classes", "value": 3}},
+         {"output": "[B, T|'time:classes'] bool"}),
+    case("compare-two-inputs",
+         {"lin": LIN6, "output": {"class": "compare", "kind": "greater", "from": ["data", "lin"]}},
+         {"output": f"{DATA} bool"}),
+    # switch
+    case("switch-mask-with-constant",
+         {"cmp": {"class": "compare", "from": "data", "kind": "greater", "value": 0.0},
+          "output": {"class": "switch", "condition": "cmp", "true_from": "data", "false_from": 0.0}},
+         {"cmp": f"{DATA} bool", "output": f"{DATA} float32"}),
+    case("switch-broadcast-condition",
+         {"output": {"class": "switch", "condition": "data:mask", "true_from": "data:enc", "false_from": -1}},
+         {"output": "[B, T|'ew-time', F|'ew-feat'(3)] float32"}),
+    case("switch-constants", {"output": {"class": "switch", "condition": "data:mask", "true_from": 1, "false_from": 0}},
+         {"output": "[B, T|'ew-time'] int32"}),
+    case("switch-static-condition", {"output": {"class": "switch", "condition": True, "true_from": "data",
+                                                "false_from": None}},
+         {"output": f"{DATA} float32"}),
+    # gating
+    case("gating-halves-feature", {"lin": {"class": "linear", "n_out": 8, "from": "data"},
+                                   "output": {"class": "gating", "activation": "tanh", "from": "lin"}},
+         {"output": "[B, T|'time:data', F|'lin:feature//2'(4)] float32"}),
+    # dot
+    case("dot-attention-energy", {"output": {"class": "dot", "from": ["data:enc", "data:query"], "red1": "F",
+                                             "red2": "F", "var1": "T", "var2": None}},
+         {"output": "[B, T|'ew-time', F|'output:dot-var2'(1)] float32"}),
+    case("dot-attention-context",
+         {"energy": {"class": "dot", "from": ["data:enc", "data:query"], "red1": "F", "red2": "F", "var1": "T",
+                     "var2": None, "add_var2_if_empty": False},
+          "weights": {"class": "softmax_over_spatial", "from": "energy"},
+          "output": {"class": "dot", "from": ["weights", "data:enc"], "red1": "T", "red2": "T", "var1": None,
+                     "var2": "F"}},
+         {"energy": "[B, T|'ew-time'] float32", "weights": "[B, T|'ew-time'] float32",
+          "output": "[B, F|'ew-feat'(3)] float32"}),
+    case("dot-defaults", {"output": {"class": "dot", "from": ["data:enc", "data:keys"]}},
+         {"output": "[B, T|'ew-time', F|'ew-window'(5)] float32"}),
+    # softmax_over_spatial
+    case("softmax-over-spatial-window",
+         {"output": {"class": "softmax_over_spatial", "from": "data:grid", "axis": "stag:ew-window",
+                     "energy_factor": 0.5, "window_start": 0, "window_size": 3, "log_space": True}},
+         {"output": "[B, T|'ew-time', 'ew-window'(5), F|'ew-feat'(3)] float32"}),
+    case("softmax-over-spatial-start-layer",
+         {"output": {"class": "softmax_over_spatial", "from": "data:enc", "start": "data:pos",
+                     "window_start": "data:pos", "window_size": 2, "use_time_mask": True}},
+         {"output": "[B, T|'ew-time', F|'ew-feat'(3)] float32"}),
+    # stack
+    case("stack-default-axis", {"lin": LIN6, "output": {"class": "stack", "from": ["data", "lin"]}},
+         {"output": "[B, T|'time:data', 'output:stack'(2), F|'data:feature'(6)] float32"}),
+    case("stack-axis-0", {"output": {"class": "stack", "from": ["data", "data"], "axis": 0}},
+         {"output": "['output:stack'(2), B, T|'time:data', F|'data:feature'(6)] float32"}),
+    case("stack-axis-last", {"output": {"class": "stack", "from": ["data", "data", "data"], "axis": -1}},
+         {"output": "[B, T|'time:data', F|'data:feature'(6), 'output:stack'(3)] float32"}),
+    case("stack-no-time-stays-no-time", {"output": {"class": "stack", "from": ["data:query", "data:query"]}},
+         {"output": "[B, 'output:stack'(2), F|'ew-q'(3)] float32"}),
+    case("stack-sparse", {"output": {"class": "stack", "from": "data:classes"}},
+         {"output": "[B, T|'time:classes', 'output:stack'(1)] sparse 'classes:sparse'(4) int32"}),
+]
+
+ERROR_CASES = [
+    # combine / eval
+    error("combine-different-time-dims",
+          {"output": {"class": "combine", "kind": "add", "from": ["data", "data:other"]}},
+          DimMismatchError, ["layer 'output'", "'time:data'", "'time:other'", DATA,
+                             "[B, T|'time:other', F|'other:feature'(6)]"]),
+    error("combine-feature-size-mismatch",
+          {"lin": {"class": "linear", "n_out": 5, "from": "data"},
+           "output": {"class": "combine", "kind": "sub", "from": ["data", "lin"]}},
+          DimMismatchError, ["layer 'output'", "'data:feature'(6)", "'lin:feature'(5)"]),
+    error("combine-bad-kind", {"output": {"class": "combine", "kind": "addd", "from": "data"}},
+          InvalidOptionError, ["layer 'output'", "'kind'", "did you mean 'add'?"]),
+    error("combine-logical-on-float", {"output": {"class": "combine", "kind": "logical_or", "from": ["data", "data"]}},
+          InvalidOptionError, ["layer 'output'", "kind 'logical_or' needs bool", "float32"]),
+    error("combine-dtype-mismatch", {"output": {"class": "combine", "kind": "add", "from": ["data:mask", "data:enc"]}},
+          DimMismatchError, ["layer 'output'", "different dtypes", "bool", "float32"]),
+    error("combine-bias-on-sparse",
+          {"output": {"class": "combine", "kind": "add", "from": "data:classes", "with_bias": True}},
+          InvalidOptionError, ["layer 'output'", "'with_bias' needs a float output"]),
+    error("combine-eval-without-expression", {"output": {"class": "combine", "kind": "eval", "from": "data"}},
+          InvalidOptionError, ["layer 'output'", "option 'eval'"]),
+    error("combine-eval-string-without-kind-eval",
+          {"output": {"class": "combine", "kind": "add", "from": "data", "eval": "source(0)"}},
+          InvalidOptionError, ["layer 'output'", "only used with kind 'eval'"]),
+    error("eval-out-type-sparse-without-dim",
+          {"output": {"class": "eval", "from": "data", "eval": "source(0)", "out_type": {"sparse": True}}},
+          InvalidOptionError, ["layer 'output'", "'out_type'", "no 'dim'"]),
+    error("eval-for-output-loss", {"output": {"class": "eval", "from": "data", "eval": "source(0)",
+                                              "eval_for_output_loss": True}},
+          InvalidOptionError, ["layer 'output'", "not supported by netcompiler yet"]),
+    # compare
+    error("compare-single-input-no-value", {"output": {"class": "compare", "from": "data"}},
+          InvalidOptionError, ["layer 'output'", "'value'"]),
+    error("compare-bad-kind", {"output": {"class": "compare", "from": "data", "value": 1, "kind": "lesser"}},
+          InvalidOptionError, ["layer 'output'", "did you mean 'less'?"]),
+    # switch
+    error("switch-condition-not-bool",
+          {"output": {"class": "switch", "condition": "data", "true_from": "data", "false_from": 0.0}},
+          InvalidOptionError, ["layer 'output'", "condition 'data'", "must be bool"]),
+    error("switch-static-condition-picks-constant",
+          {"output": {"class": "switch", "condition": False, "true_from": "data", "false_from": 0.0}},
+          InvalidOptionError, ["layer 'output'", "'false_from' must be a layer"]),
+    error("switch-branches-different-time",
+          {"output": {"class": "switch", "condition": "data:mask", "true_from": "data", "false_from": 0.0}},
+          DimMismatchError, ["layer 'output'", "'ew-time'", "'time:data'"]),
+    # gating
+    error("gating-odd-feature", {"lin": {"class": "linear", "n_out": 5, "from": "data"},
+                                 "output": {"class": "gating", "activation": "tanh", "from": "lin"}},
+          DimMismatchError, ["layer 'output'", "even", "'lin:feature'(5)"]),
+    error("gating-missing-activation", {"output": {"class": "gating", "from": "data"}},
+          MissingOptionError, ["layer 'output'", "'activation'"]),
+    # dot
+    error("dot-reduce-size-mismatch", {"output": {"class": "dot", "from": ["data", "data:enc"], "red1": "F",
+                                                  "red2": "F", "var1": None, "var2": None}},
+          DimMismatchError, ["layer 'output'", "reduce axes do not match", "'data:feature'(6)", "'ew-feat'(3)",
+                             DATA]),
+    error("dot-reduce-different-time-dims", {"output": {"class": "dot", "from": ["data", "data:enc"], "red1": "T",
+                                                        "red2": "T", "var1": "F", "var2": "F"}},
+          DimMismatchError, ["layer 'output'", "'time:data'", "'ew-time'"]),
+    error("dot-default-red2-is-batch", {"output": {"class": "dot", "from": ["data:enc", "data:query"]}},
+          InvalidOptionError, ["layer 'output'", "'red2' -2", "batch axis"]),
+    error("dot-one-input", {"output": {"class": "dot", "from": "data:enc"}},
+          InvalidOptionError, ["layer 'output'", "exactly two inputs"]),
+    error("dot-same-axis-twice", {"output": {"class": "dot", "from": ["data:enc", "data:enc"], "red1": "F",
+                                             "red2": "F", "var1": "T", "var2": "T"}},
+          DimMismatchError, ["layer 'output'", "'ew-time' twice"]),
+    error("dot-bad-axis", {"output": {"class": "dot", "from": ["data:enc", "data:enc"], "red1": "stag:nope"}},
+          AxisError, ["layer 'output'", "option 'red1'", "'stag:nope'"]),
+    # softmax_over_spatial
+    error("softmax-over-spatial-feature-axis", {"output": {"class": "softmax_over_spatial", "from": "data",
+                                                           "axis": "F"}},
+          InvalidOptionError, ["layer 'output'", "softmax axis must be spatial", "F|'data:feature'(6)"]),
+    error("softmax-over-spatial-window-start-alone", {"output": {"class": "softmax_over_spatial", "from": "data",
+                                                                 "window_start": 2}},
+          InvalidOptionError, ["layer 'output'", "'window_size' is not given", "go together"]),
+    error("softmax-over-spatial-time-mask-static",
+          {"output": {"class": "softmax_over_spatial", "from": "data:grid", "axis": "stag:ew-window",
+                      "use_time_mask": True}},
+          InvalidOptionError, ["layer 'output'", "'use_time_mask'", "static"]),
+    error("softmax-over-spatial-float-start", {"output": {"class": "softmax_over_spatial", "from": "data:enc",
+                                                          "start": "data:query"}},
+          DimMismatchError, ["layer 'output'", "'start' layer 'data:query'", "must hold ints"]),
+    error("softmax-over-spatial-sparse-input", {"output": {"class": "softmax_over_spatial", "from": "data:classes"}},
+          InvalidOptionError, ["layer 'output'", "float values"]),
+    # stack
+    error("stack-different-dims", {"output": {"class": "stack", "from": ["data", "data:other"]}},
+          DimMismatchError, ["layer 'output'", DATA, "'time:other'"]),
+    error("stack-axis-out-of-range", {"output": {"class": "stack", "from": ["data", "data"], "axis": 5}},
+          InvalidOptionError, ["layer 'output'", "'axis' 5 is out of range"]),
+]

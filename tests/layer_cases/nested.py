@@ -1,0 +1,154 @@
+"""Template cases for the nested-network layers: subnetwork, and rec with a built-in unit."""
+
+from layer_harness import ErrorCase, LayerCase
+from netcompiler.errors import (
+    AxisError, CycleError, InvalidOptionError, MissingOptionError, UnknownOptionError, UnknownReferenceError,
+)
+
+T = "T|'time:data'"
+DATA = f"[B, {T}, F|'data:feature'(6)] float32"
+
+
+def rec(n_out, unit="lstm", source="data", **opts):
+    return {"class": "rec", "unit": unit, "n_out": n_out, "from": source, **opts}
+
+
+def lin(n_out, source="data", **opts):
+    return {"class": "linear", "n_out": n_out, "from": source, **opts}
+
+
+def sub(inner, source="data", **opts):
+    return {"class": "subnetwork", "from": source, "subnetwork": inner, **opts}
+
+
+def out(source):
+    return {"output": {"class": "copy", "from": source}}
+
+
+def lstm_params(n_in, n):
+    return {"W": (n_in, 4 * n), "W_re": (n, 4 * n), "b": (4 * n,)}
+
+
+CASES = [
+    # --- rec -------------------------------------------------------------------
+    LayerCase("rec-lstm", {"lstm": rec(5), **out("lstm")},
+              {"lstm": f"[B, {T}, F|'lstm:feature'(5)] float32"},
+              params={"lstm": lstm_params(6, 5)}),
+    LayerCase("rec-gru-any-case", {"gru": rec(3, "GRU"), **out("gru")},
+              {"gru": f"[B, {T}, F|'gru:feature'(3)] float32"},
+              params={"gru": {"W": (6, 9), "W_re": (3, 9), "b": (9,)}}),
+    LayerCase("rec-basicrnn-cell-suffix", {"rnn": rec(4, "BasicRNNCell", unit_opts={"activation": "relu"}),
+                                           **out("rnn")},
+              {"rnn": f"[B, {T}, F|'rnn:feature'(4)] float32"},
+              params={"rnn": {"W": (6, 4), "W_re": (4, 4), "b": (4,)}}),
+    LayerCase("rec-backward-nativelstm2-forget-bias",
+              {"bw": rec(2, "NativeLstm2", direction=-1, unit_opts={"forget_bias": 1.0}, initial_state="zeros"),
+               **out("bw")},
+              {"bw": f"[B, {T}, F|'bw:feature'(2)] float32"},
+              params={"bw": lstm_params(6, 2)}),
+    LayerCase("rec-two-sources-concatenated",
+              {"fw": rec(3), "bw": rec(3, direction=-1), "output": rec(2, "standardlstm", source=["fw", "bw"])},
+              {"output": f"[B, {T}, F|'output:feature'(2)] float32"},
+              params={"output": lstm_params(6, 2), "fw": lstm_params(6, 3)}),
+    LayerCase("rec-sparse-input-embedded", {"output": rec(5, source="data:classes")},
+              {"output": "[B, T|'time:classes', F|'output:feature'(5)] float32"},
+              params={"output": lstm_params(4, 5)}),
+    LayerCase("rec-extra-static-axis-kept",
+              {"output": rec(2)},
+              {"output": "[B, T|'time:data', 'data:static1'(3), F|'output:feature'(2)] float32"},
+              extern_data={"data": {"shape": (None, 3, 6)}},
+              params={"output": lstm_params(6, 2)}),
+    LayerCase("rec-iterates-over-static-axis",
+              {"output": rec(2, "gru", axis="dim:3")},
+              {"output": "[B, 'time:data', T|'data:static1'(3), F|'output:feature'(2)] float32"},
+              extern_data={"data": {"shape": (None, 3, 6)}}),
+    # --- subnetwork ----------------------------------------------------------------
+    LayerCase("subnetwork-with-rec-inside",
+              {"sub": sub({"lstm": rec(4), **out("lstm")}), **out("sub")},
+              {"sub/data": f"[B, {T}, F|'data:feature'(6)] float32",
+               "sub/lstm": f"[B, {T}, F|'sub/lstm:feature'(4)] float32",
+               "sub": f"[B, {T}, F|'sub/lstm:feature'(4)] float32",
+               "output": f"[B, {T}, F|'sub/lstm:feature'(4)] float32"},
+              params={"sub/lstm": lstm_params(6, 4), "sub": {}}),
+    LayerCase("subnetwork-base-reference-built-first",
+              {"sub": sub({"output": lin(2, ["data", "base:pre"])}), "pre": lin(3), **out("sub")},
+              {"pre": f"[B, {T}, F|'pre:feature'(3)] float32",
+               "sub/output": f"[B, {T}, F|'sub/output:feature'(2)] float32",
+               "sub": f"[B, {T}, F|'sub/output:feature'(2)] float32"},
+              params={"sub/output": {"W": (9, 2), "b": (2,)}, "sub": {}}),
+    LayerCase("subnetwork-nested-base-base",
+              {"outer": sub({"inner": sub({"output": lin(2, "base:base:pre")}), **out("inner")}),
+               "pre": lin(3), **out("outer")},
+              {"outer/inner/output": f"[B, {T}, F|'outer/inner/output:feature'(2)] float32",
+               "outer/inner": f"[B, {T}, F|'outer/inner/output:feature'(2)] float32",
+               "outer": f"[B, {T}, F|'outer/inner/output:feature'(2)] float32"},
+              params={"outer/inner/output": {"W": (3, 2), "b": (2,)}}),
+    LayerCase("subnetwork-sublayers-from-outside",
+              {"sub": sub({"hidden": lin(3), "extra": lin(4), "output": lin(2, "hidden")}),
+               "output": {"class": "copy", "from": ["sub", "sub/hidden", "sub/extra"]}},
+              {"sub/extra": f"[B, {T}, F|'sub/extra:feature'(4)] float32",
+               "output": f"[B, {T}, F|'sub/output:feature+sub/hidden:feature+sub/extra:feature'(9)] float32"},
+              params={"sub/hidden": {"W": (6, 3), "b": (3,)}, "sub/extra": {"W": (6, 4), "b": (4,)}}),
+    LayerCase("subnetwork-separate-sources",
+              {"pre": lin(3),
+               "sub": sub({"a": lin(2, "data:pre"), "output": {"class": "copy", "from": ["data:1", "a", "data"]}},
+                          ["data", "pre"], concat_sources=False),
+               **out("sub")},
+              {"sub/data:pre": f"[B, {T}, F|'pre:feature'(3)] float32",
+               "sub/data": DATA,
+               "sub": f"[B, {T}, F|'pre:feature+sub/a:feature+data:feature'(11)] float32"}),
+    LayerCase("subnetwork-inner-loss-and-sparse-input",
+              {"sub": sub({"aux": {"class": "softmax", "n_out": 4, "loss": "ce", "from": "emb"},
+                           "emb": lin(5), "output": rec(3, source="data")}, "data:classes"),
+               **out("sub")},
+              {"sub/aux": f"[B, T|'time:classes', F|'sub/aux:feature'(4)] float32",
+               "sub/data": "[B, T|'time:classes'] sparse 'classes:sparse'(4) int32",
+               "sub": "[B, T|'time:classes', F|'sub/output:feature'(3)] float32"},
+              params={"sub/emb": {"W": (4, 5), "b": (5,)}, "sub/output": lstm_params(4, 3)}),
+]
+
+ERROR_CASES = [
+    # --- rec -------------------------------------------------------------------
+    ErrorCase("rec-unknown-unit", {"output": rec(3, "lsmt")}, InvalidOptionError,
+              ["layer 'output'", "unknown unit 'lsmt'", "did you mean 'lstm'?"]),
+    ErrorCase("rec-lstmp-refused", {"output": rec(3, "LSTMP")}, InvalidOptionError,
+              ["layer 'output'", "unit 'LSTMP'", "projection", "write 'lstm'"]),
+    ErrorCase("rec-subnetwork-unit-not-yet", {"output": rec(3, {"output": lin(3, ["data:source", "prev:output"])})},
+              InvalidOptionError, ["layer 'output'", "rec with a subnetwork unit is not supported yet"]),
+    ErrorCase("rec-needs-n-out", {"output": {"class": "rec", "unit": "gru"}}, MissingOptionError,
+              ["layer 'output'", "'n_out'"]),
+    ErrorCase("rec-bad-direction", {"output": rec(3, direction=2)}, InvalidOptionError,
+              ["option 'direction' is 2", "-1"]),
+    ErrorCase("rec-misspelled-unit-opt", {"output": rec(3, unit_opts={"forgetbias": 1.0})}, UnknownOptionError,
+              ["'unit_opts' key 'forgetbias'", "did you mean 'forget_bias'?"]),
+    ErrorCase("rec-unsupported-unit-opt", {"output": rec(3, unit_opts={"use_peepholes": True})},
+              InvalidOptionError, ["use_peepholes=True is not supported by netcompiler yet"]),
+    ErrorCase("rec-initial-state-from-layer", {"h": lin(3), "output": rec(3, initial_state="h")},
+              InvalidOptionError, ["'initial_state' 'h' is not supported by netcompiler yet"]),
+    ErrorCase("rec-max-seq-len-builtin", {"output": rec(3, max_seq_len=10)}, InvalidOptionError,
+              ["option 'max_seq_len'=10", "network dict"]),
+    ErrorCase("rec-axis-is-feature", {"output": rec(3, axis="F")}, InvalidOptionError,
+              ["layer 'output'", "option 'axis' 'F' names the feature axis"]),
+    ErrorCase("rec-no-time-axis", {"output": rec(3, axis="stag:nope")}, AxisError,
+              ["layer 'output'", "option 'axis'", "no dim is named 'nope'"]),
+    ErrorCase("rec-int-input", {"output": rec(3)}, InvalidOptionError, ["dtype int32", "cast"],
+              extern_data={"data": {"dim": 6, "dtype": "int32"}}),
+    # --- subnetwork ----------------------------------------------------------------
+    ErrorCase("subnetwork-without-output", {"sub": sub({"outptu": lin(2)}), **out("sub")}, InvalidOptionError,
+              ["layer 'sub'", "no layer 'output'", "rename 'outptu' to 'output'"]),
+    ErrorCase("subnetwork-base-missing", {"pre": lin(3), "sub": sub({"output": lin(2, "base:pree")}), **out("sub")},
+              UnknownReferenceError, ["layer 'sub'", "'pree'", "did you mean 'pre'?"]),
+    ErrorCase("subnetwork-inner-misspelled-option", {"sub": sub({"output": {"class": "linear", "n_ot": 2}}),
+                                                     **out("sub")},
+              UnknownOptionError, ["layer 'sub/output'", "'n_ot'", "did you mean 'n_out'?"]),
+    ErrorCase("subnetwork-missing-sublayer", {"sub": sub({"hidden": lin(3), "output": lin(2, "hidden")}),
+                                              **out("sub/hiden")},
+              UnknownReferenceError, ["layer 'output'", "no sublayer 'hiden'", "did you mean 'sub/hidden'?"]),
+    ErrorCase("subnetwork-base-cycle", {"sub": sub({"output": lin(2, "base:post")}), "post": lin(2, "sub"),
+                                        **out("post")},
+              CycleError, ["post -> sub -> post"]),
+    ErrorCase("subnetwork-load-on-init", {"sub": sub({"output": lin(2)}, load_on_init="model.001"), **out("sub")},
+              InvalidOptionError, ["layer 'sub'", "'load_on_init' is not supported by netcompiler yet"]),
+    ErrorCase("subnetwork-not-a-dict", {"sub": sub(["output"]), **out("sub")}, InvalidOptionError,
+              ["layer 'sub'", "option 'subnetwork' must be dict"]),
+]
