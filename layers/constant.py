@@ -1,0 +1,172 @@
+"""Layers whose output does not come from their input's values: constant, cast, variable."""
+
+from typing import Any, List, Sequence, Tuple
+
+from netcompiler.errors import closest_match
+from netcompiler.layer_base import NONE_TYPE, NUMBER, LayerBase, Option, ParamSpec
+from netcompiler.tensor import DTYPES, SPATIAL, Data, Dim, batch_dim
+
+INT_DTYPES = tuple(d for d in DTYPES if d.startswith(("int", "uint")))
+
+
+def check_dtype(layer: LayerBase, dtype: str, option: str = "dtype") -> str:
+    """`dtype` if it is a known dtype name, else an InvalidOptionError with the closest name."""
+    if dtype not in DTYPES:
+        guess = closest_match(dtype, DTYPES)
+        raise layer.error(f"option '{option}' is {dtype!r}, which is not a dtype", option=option,
+                          suggestion=f"did you mean {guess!r}?" if guess else f"dtypes: {', '.join(DTYPES)}")
+    return dtype
+
+
+def static_dims(layer: LayerBase, sizes: Sequence[Any], option: str) -> Tuple[Dim, ...]:
+    """New Dims of `layer` for the static `sizes` (ints, or Dims kept as they are).
+
+    The last axis made from an int is the layer's feature dim ('<layer>:feature'),
+    the others are spatial ('<layer>:dim<i>').
+    """
+    dims: List[Dim] = []
+    for i, size in enumerate(sizes):
+        last = i == len(sizes) - 1
+        if isinstance(size, Dim):
+            if size.is_dynamic or size.is_batch:
+                raise layer.error(f"option '{option}' has {size.short_repr()} at position {i}, which is not a "
+                                  f"static dim", option=option)
+            dims.append(size)
+        elif isinstance(size, int) and not isinstance(size, bool) and size >= 0:
+            dims.append(layer.new_feature_dim(size) if last else Dim(size, SPATIAL, f"{layer.name}:dim{i}"))
+        else:
+            raise layer.error(f"option '{option}' must list sizes (ints >= 0) or static Dims, but position {i} "
+                              f"is {size!r}", option=option)
+    if len(set(dims)) != len(dims):
+        raise layer.error(f"option '{option}' names the same dim twice: {[d.short_repr() for d in dims]}",
+                          option=option)
+    return tuple(dims)
+
+
+def _array_shape(layer: LayerBase, value: Any) -> Tuple[Tuple[int, ...], List[Any]]:
+    """The shape of a nested list (checked to be rectangular) and its elements, flattened."""
+    if not isinstance(value, (list, tuple)):
+        return (), [value]
+    parts = [_array_shape(layer, item) for item in value]
+    shapes = {shape for shape, _ in parts}
+    if len(shapes) > 1:
+        raise layer.error(f"option 'value' is a ragged nested list (rows of shapes {sorted(shapes)})",
+                          option="value", suggestion="every row must have the same length")
+    inner = shapes.pop() if shapes else ()
+    return (len(value),) + inner, [x for _, elements in parts for x in elements]
+
+
+def _inferred_dtype(layer: LayerBase, elements: List[Any]) -> str:
+    kinds = set()
+    for x in elements:
+        if isinstance(x, bool):
+            kinds.add("bool")
+        elif isinstance(x, int):
+            kinds.add("int32" if -2**31 <= x < 2**31 else "int64")
+        elif isinstance(x, float):
+            kinds.add("float32")
+        else:
+            raise layer.error(f"option 'value' must hold numbers or bools, not {type(x).__name__} {x!r}",
+                              option="value")
+    if "bool" in kinds and len(kinds) > 1:
+        raise layer.error("option 'value' mixes bools and numbers", option="value",
+                          suggestion="give 'dtype' and use numbers only")
+    for dtype in ("float32", "int64", "int32", "bool"):
+        if dtype in kinds:
+            return dtype
+    return "float32"
+
+
+def _check_fits(layer: LayerBase, elements: List[Any], dtype: str) -> None:
+    if dtype == "bool" and not all(isinstance(x, bool) for x in elements):
+        raise layer.error("option 'value' has numbers, but 'dtype' is bool", option="value")
+    if dtype in INT_DTYPES and any(isinstance(x, float) and not x.is_integer() for x in elements):
+        raise layer.error(f"option 'value' has non-integer numbers, but 'dtype' is {dtype}", option="value")
+    if dtype == "string":
+        raise layer.error("option 'dtype' is 'string': string constants are not supported by netcompiler yet",
+                          option="dtype")
+
+
+class ConstantLayer(LayerBase):
+    """A constant tensor: `value` (a number, a bool, or a nested list / NumPy array for a tensor).
+
+    Options: `value` (0.0), `dtype` (None: bool for bools, int32 for ints (int64 if one does not fit),
+    float32 otherwise; a NumPy array keeps its own dtype), `with_batch_dim` (False: adds a leading
+    batch axis, broadcast).
+    A list value gets static axes '<layer>:dim<i>', its last axis is the feature dim '<layer>:feature'.
+    "from" is ignored (as in RETURNN).
+    """
+
+    layer_class = "constant"
+    default_from = ()
+    options = {
+        "value": Option(0.0, (), doc="number, bool, nested list or NumPy array"),
+        "dtype": Option(None, (str, NONE_TYPE)),
+        "with_batch_dim": Option(False, (bool,)),
+    }
+
+    def make_output(self):
+        value = self.opts["value"]
+        array_dtype = getattr(getattr(value, "dtype", None), "name", None)
+        if hasattr(value, "tolist"):  # NumPy arrays and scalars
+            value = value.tolist()
+        shape, elements = _array_shape(self, value)
+        inferred = _inferred_dtype(self, elements)  # also checks that every element is a number or bool
+        dtype = check_dtype(self, self.opts["dtype"] or (array_dtype if array_dtype in DTYPES else inferred))
+        _check_fits(self, elements, dtype)
+        dims = static_dims(self, shape, "value")
+        if self.opts["with_batch_dim"]:
+            dims = (batch_dim,) + dims
+        return Data(self.name, dims, dtype)
+
+
+class CastLayer(LayerBase):
+    """Its input converted to `dtype`. Casting class indices (sparse) to a non-integer dtype drops the sparse dim.
+
+    Options: `dtype` (str, required).
+    """
+
+    layer_class = "cast"
+    options = {"dtype": Option(types=(str,), doc='e.g. "float32"')}
+
+    def make_output(self):
+        dtype = check_dtype(self, self.opts["dtype"])
+        x = self.input_data
+        sparse_dim = x.sparse_dim if dtype in INT_DTYPES else None
+        return x.copy(name=self.name, dtype=dtype, sparse_dim=sparse_dim)
+
+
+class VariableLayer(LayerBase):
+    """A parameter of shape `shape`, output as it is (broadcast over batch/time if those axes are added).
+
+    Options: `shape` (list of ints or static Dims, required), `dtype` ("float32"), `add_batch_axis`
+    (True), `add_time_axis` (False: a leading time axis '<layer>:time' of size 1, after the batch
+    axis), `trainable` (True), `init` (0). The parameter is named "param" (RETURNN names it after the
+    layer; the layer's own name is already its scope here). Axes from ints are named as in `constant`.
+    """
+
+    layer_class = "variable"
+    default_from = ()
+    options = {
+        "shape": Option(types=(list, tuple), doc="sizes (ints) or static Dims"),
+        "dtype": Option("float32", (str,)),
+        "add_batch_axis": Option(True, (bool,)),
+        "add_time_axis": Option(False, (bool,)),
+        "trainable": Option(True, (bool,)),
+        "init": Option(0, (str, dict) + NUMBER),
+    }
+
+    def make_output(self):
+        dtype = check_dtype(self, self.opts["dtype"])
+        self.param_dims = static_dims(self, self.opts["shape"], "shape")
+        dims = self.param_dims
+        roles = {}
+        if self.opts["add_time_axis"]:
+            roles["time_dim"] = Dim(1, SPATIAL, f"{self.name}:time")
+            dims = (roles["time_dim"],) + dims
+        if self.opts["add_batch_axis"]:
+            dims = (batch_dim,) + dims
+        return Data(self.name, dims, dtype, **roles)
+
+    def make_params(self):
+        return {"param": ParamSpec(self.param_dims, self.opts["init"], self.opts["dtype"], self.opts["trainable"])}

@@ -1,0 +1,176 @@
+"""Lengths and ranges: length, range, range_in_axis, range_from_length."""
+
+import math
+
+from netcompiler.layer_base import NONE_TYPE, NUMBER, LayerBase, Option
+from netcompiler.tensor import FEATURE, SPATIAL, Data, Dim, batch_dim, pad_dim, resolve_dim
+
+from .constant import INT_DTYPES, check_dtype
+
+AXIS = (str, int, Dim)
+
+
+def _int_dtype(layer: LayerBase, dtype: str, sparse: bool) -> str:
+    """`dtype`, checked; it must be an integer dtype if `sparse`."""
+    check_dtype(layer, dtype)
+    if sparse and dtype not in INT_DTYPES:
+        raise layer.error(f"option 'sparse' needs an integer 'dtype', not {dtype}", option="dtype",
+                          suggestion="use 'int32'")
+    return dtype
+
+
+def _range_over(layer: LayerBase, dim: Dim) -> Data:
+    """0, 1, ..., size-1 along `dim` (its only axis); sparse: class indices of `dim` itself."""
+    sparse = layer.opts["sparse"]
+    return Data(layer.name, (dim,), _int_dtype(layer, layer.opts["dtype"], sparse), sparse_dim=dim if sparse else None)
+
+
+def _reject_deprecated(layer: LayerBase, *names: str) -> None:
+    for name in names:
+        if layer.opts[name]:
+            raise layer.error(f"option '{name}' is not supported by netcompiler yet (deprecated in RETURNN, and not "
+                              f"needed: the output has only the range axis, which broadcasts by its Dim)",
+                              option=name, suggestion=f"remove '{name}'")
+
+
+class LengthLayer(LayerBase):
+    """The sizes of a dynamic axis of the input: one length per sequence, shape [B].
+
+    Options: `axis` ("T"; any dynamic axis; "B" gives the batch size as a scalar), `add_time_axis`
+    (False: adds a time axis '<layer>:time' of size 1 after the batch axis), `dtype` ("int32"),
+    `sparse` (False: the lengths as class indices of the dim '<axis>:pad0,1', one longer than the axis).
+    A static axis is an error (its size is a constant).
+    """
+
+    layer_class = "length"
+    options = {
+        "axis": Option("T", AXIS),
+        "add_time_axis": Option(False, (bool,)),
+        "dtype": Option("int32", (str,)),
+        "sparse": Option(False, (bool,)),
+    }
+
+    def make_output(self):
+        self.length_of = resolve_dim(self.input_data, self.opts["axis"], layer=self.name, option="axis")
+        if not self.length_of.is_dynamic:
+            raise self.error(f"option 'axis' {self.opts['axis']!r} is {self.length_of.short_repr()}, which is "
+                             f"static: it has no per-sequence lengths", option="axis",
+                             suggestion=f"use a 'constant' with value {self.length_of.size}")
+        sparse = self.opts["sparse"]
+        dtype = _int_dtype(self, self.opts["dtype"], sparse)
+        if sparse and self.length_of.is_batch:
+            raise self.error("option 'sparse' needs a non-batch axis (the batch size is no class index)",
+                             option="sparse")
+        dims = () if self.length_of.is_batch else (batch_dim,)
+        roles = {}
+        if self.opts["add_time_axis"]:
+            roles["time_dim"] = Dim(1, SPATIAL, f"{self.name}:time")
+            dims += (roles["time_dim"],)
+        sparse_dim = pad_dim(self.length_of, 0, 1) if sparse else None
+        return Data(self.name, dims, dtype, sparse_dim=sparse_dim, **roles)
+
+
+class RangeLayer(LayerBase):
+    """`start, start + delta, ...` up to `limit` (exclusive), like Python's range but also for floats.
+
+    Options: `limit` (int or float, required), `start` (0), `delta` (1), `dtype` (None: int32 if all
+    three are ints, else float32), `sparse` (False: the values as class indices; needs ints with
+    `start` >= 0 and `delta` > 0, the class dim is the range axis if start=0 and delta=1, else
+    '<layer>:sparse' of size `limit`). The output's one axis '<layer>:range' has a static size.
+    """
+
+    layer_class = "range"
+    default_from = ()
+    options = {
+        "limit": Option(types=NUMBER),
+        "start": Option(0, NUMBER),
+        "delta": Option(1, NUMBER),
+        "dtype": Option(None, (str, NONE_TYPE)),
+        "sparse": Option(False, (bool,)),
+    }
+
+    def make_output(self):
+        limit, start, delta = (self.opts[k] for k in ("limit", "start", "delta"))
+        if delta == 0:
+            raise self.error("option 'delta' is 0; the range would never end", option="delta")
+        steps = (limit - start) / delta
+        if not math.isfinite(steps):
+            raise self.error(f"option 'limit': range({start}, {limit}, {delta}) has no finite size", option="limit")
+        all_ints = all(isinstance(v, int) for v in (limit, start, delta))
+        dtype = _int_dtype(self, self.opts["dtype"] or ("int32" if all_ints else "float32"), self.opts["sparse"])
+        if dtype in ("bool", "string") or (dtype in INT_DTYPES and not all_ints):
+            raise self.error(f"option 'dtype' {dtype} cannot hold range({start}, {limit}, {delta})", option="dtype",
+                             suggestion="use 'float32'")
+        dim = Dim(max(math.ceil(steps), 0), SPATIAL, f"{self.name}:range")
+        return Data(self.name, (dim,), dtype, sparse_dim=self._sparse_dim(dim, all_ints))
+
+    def _sparse_dim(self, dim: Dim, all_ints: bool):
+        limit, start, delta = (self.opts[k] for k in ("limit", "start", "delta"))
+        if not self.opts["sparse"]:
+            return None
+        if not all_ints or start < 0 or delta < 0:
+            raise self.error(f"option 'sparse' needs class indices: ints with start >= 0 and delta > 0, not "
+                             f"range({start}, {limit}, {delta})", option="sparse")
+        if (start, delta) == (0, 1):
+            return dim
+        return Dim(max(limit, 0), FEATURE, f"{self.name}:sparse")
+
+
+class RangeInAxisLayer(LayerBase):
+    """0, 1, ..., size-1 along one axis of the input; the output has just that axis (same Dim).
+
+    Options: `axis` (required), `dtype` ("int32"), `sparse` (False: class indices of that axis),
+    `unbroadcast`, `keepdims` (False; deprecated in RETURNN, not supported). Unlike RETURNN's
+    (B=1, T, F=1) layout, the output is [T]: it broadcasts against the input by its Dim.
+    """
+
+    layer_class = "range_in_axis"
+    options = {
+        "axis": Option(types=AXIS),
+        "dtype": Option("int32", (str,)),
+        "unbroadcast": Option(False, (bool,)),
+        "keepdims": Option(False, (bool,)),
+        "sparse": Option(False, (bool,)),
+    }
+
+    def make_output(self):
+        _reject_deprecated(self, "unbroadcast", "keepdims")
+        return _range_over(self, resolve_dim(self.input_data, self.opts["axis"], layer=self.name, option="axis"))
+
+
+class RangeFromLengthLayer(LayerBase):
+    """0, 1, ..., max(length)-1 over a dynamic axis whose sizes are the input's lengths (an int [B] input).
+
+    If the input is a `length` layer, the output axis is the very axis it measured; otherwise a new
+    dynamic dim '<layer>:range' with the input as its sizes. Options: `dtype` ("int32"), `sparse`
+    (False: class indices of the output axis). The spec also names `axis`; RETURNN's layer takes
+    none, so netcompiler rejects it if set.
+    """
+
+    layer_class = "range_from_length"
+    options = {
+        "dtype": Option("int32", (str,)),
+        "sparse": Option(False, (bool,)),
+        "axis": Option(None, (str, NONE_TYPE), doc="not supported"),
+    }
+
+    def make_output(self):
+        if self.opts["axis"] is not None:
+            raise self.error("option 'axis' is not supported by netcompiler yet: the lengths define the axis",
+                             option="axis", suggestion="remove 'axis'")
+        if len(self.sources) != 1:
+            raise self.error(f"'from' must name exactly one input (the lengths), got {len(self.sources)}",
+                             option="from")
+        return _range_over(self, self._length_dim(self.sources[0]))
+
+    def _length_dim(self, source: LayerBase) -> Dim:
+        x = source.output
+        if x.dtype not in INT_DTYPES:
+            raise self.error(f"'from': the input '{source.name}' {x.describe()} {x.dtype} must hold integer lengths",
+                             option="from", suggestion="add a 'cast' layer")
+        if isinstance(source, LengthLayer):
+            return source.length_of
+        if x.dims != (batch_dim,):
+            raise self.error(f"'from': the input '{source.name}' {x.describe()} must be lengths of shape [B]",
+                             option="from", suggestion="use a 'length' layer")
+        return Dim(None, SPATIAL, f"{self.name}:range")

@@ -1,0 +1,181 @@
+"""Template cases for the indexing, sequence and constant-like layers:
+slice, gather, pad, window, cumsum, seq_len_mask, length, range, range_in_axis, range_from_length,
+constant, cast, variable."""
+
+import numpy as np
+
+from layer_harness import ErrorCase, LayerCase
+from netcompiler.errors import AxisError, InvalidOptionError, MissingOptionError
+from netcompiler.tensor import FeatureDim, SpatialDim
+
+DATA = "[B, T|'time:data', F|'data:feature'(6)] float32"
+CLASSES = "[B, T|'time:classes'] sparse 'classes:sparse'(4) int32"
+HIDDEN = FeatureDim("hidden", 4)
+
+
+def case(id_, layer, expect, params=None, **others):
+    """A case whose layer 'output' is `layer`; `others` are further layers of the network."""
+    return LayerCase(id_, {"output": layer, **others}, {"output": expect} if isinstance(expect, str) else expect,
+                     params=params or {})
+
+
+def error(id_, layer, kind, contains, **others):
+    return ErrorCase(id_, {"output": layer, **others}, kind, ["layer 'output'"] + contains)
+
+
+LENGTH = {"class": "length", "from": "data"}
+
+CASES = [
+    # slice
+    case("slice-dynamic-time", {"class": "slice", "axis": "T", "slice_start": 1},
+         "[B, T|'time:data[1:None:None]', F|'data:feature'(6)] float32"),
+    case("slice-static-feature-step", {"class": "slice", "axis": "F", "slice_end": 5, "slice_step": 2},
+         "[B, T|'time:data', F|'data:feature[None:5:2]'(3)] float32"),
+    case("slice-sparse", {"class": "slice", "axis": "T", "slice_end": -1, "from": "data:classes"},
+         "[B, T|'time:classes[None:-1:None]'] sparse 'classes:sparse'(4) int32"),
+    # gather
+    case("gather-int-time", {"class": "gather", "position": 0, "axis": "T"}, "[B, F|'data:feature'(6)] float32"),
+    case("gather-int-sparse-input", {"class": "gather", "position": 2, "axis": "T", "from": "data:classes"},
+         "[B] sparse 'classes:sparse'(4) int32"),
+    case("gather-layer-shares-batch", {"class": "gather", "position": "len", "axis": "T"},
+         {"len": "[B] int32", "output": "[B, F|'data:feature'(6)] float32"}, len=LENGTH),
+    case("gather-sparse-position-replaces-axis", {"class": "gather", "position": "data:classes", "axis": "F"},
+         "[B, T|'time:data', 'time:classes'] float32"),
+    # pad
+    case("pad-time-and-feature", {"class": "pad", "axes": ["T", "F"], "padding": [(1, 2), (0, 1)]},
+         "[B, T|'time:data:pad1,2', F|'data:feature:pad0,1'(7)] float32"),
+    case("pad-int-sparse", {"class": "pad", "axes": "T", "padding": 2, "value": 3, "from": "data:classes"},
+         "[B, T|'time:classes:pad2,2'] sparse 'classes:sparse'(4) int32"),
+    case("pad-reflect-pair", {"class": "pad", "axes": "F", "padding": (2, 3), "mode": "reflect"},
+         "[B, T|'time:data', F|'data:feature:pad2,3'(11)] float32"),
+    # window
+    case("window-same", {"class": "window", "window_size": 3, "window_left": 2, "window_right": 0},
+         "[B, T|'time:data', 'output:window'(3), F|'data:feature'(6)] float32"),
+    case("window-valid-stride", {"class": "window", "window_size": 4, "padding": "valid", "stride": 2},
+         "[B, T|'time:data:conv4s2v', 'output:window'(4), F|'data:feature'(6)] float32"),
+    case("window-over-feature", {"class": "window", "window_size": 3, "axis": "F", "padding": "VALID"},
+         "[B, T|'time:data', F|'data:feature:conv3s1v'(4), 'output:window'(3)] float32"),
+    # cumsum
+    case("cumsum-time", {"class": "cumsum"}, DATA),
+    case("cumsum-sparse-reverse", {"class": "cumsum", "reverse": True, "from": "data:classes"},
+         "[B, T|'time:classes'] int32"),
+    # seq_len_mask
+    case("seq-len-mask-time", {"class": "seq_len_mask", "mask_value": -1e4}, DATA),
+    case("seq-len-mask-windowed", {"class": "seq_len_mask", "mask_value": 0, "seq_len_source": "data:classes",
+                                   "window_start": "len", "window_size": 2}, DATA, len=LENGTH),
+    case("seq-len-mask-static-axis-with-start",
+         {"class": "seq_len_mask", "mask_value": -1, "axis": "F", "start": "len"}, DATA, len=LENGTH),
+    # length
+    case("length-time", LENGTH, "[B] int32"),
+    case("length-time-axis-int64", {"class": "length", "add_time_axis": True, "dtype": "int64"},
+         "[B, T|'output:time'(1)] int64"),
+    case("length-batch-is-scalar", {"class": "length", "axis": "B"}, "[] int32"),
+    case("length-sparse-of-derived", {"class": "length", "sparse": True, "from": "sl"},
+         "[B] sparse 'time:data[2:None:None]:pad0,1' int32", sl={"class": "slice", "axis": "T", "slice_start": 2}),
+    # range_from_length
+    case("range-from-length-reuses-dim", {"class": "range_from_length", "from": "len"}, "[T|'time:data'] int32",
+         len=LENGTH),
+    case("range-from-length-new-dim", {"class": "range_from_length", "from": "len64", "sparse": True},
+         "[T|'output:range'] sparse 'output:range' int32",
+         len=LENGTH, len64={"class": "cast", "dtype": "int64", "from": "len"}),
+    # range_in_axis
+    case("range-in-axis-time", {"class": "range_in_axis", "axis": "T"}, "[T|'time:data'] int32"),
+    case("range-in-axis-feature-sparse", {"class": "range_in_axis", "axis": "F", "sparse": True},
+         "['data:feature'(6)] sparse 'data:feature'(6) int32"),
+    # range
+    case("range-int", {"class": "range", "limit": 5}, "[F|'output:range'(5)] int32"),
+    case("range-float", {"class": "range", "start": 1, "limit": 2, "delta": 0.25}, "[F|'output:range'(4)] float32"),
+    case("range-negative-delta", {"class": "range", "start": 10, "limit": 0, "delta": -3},
+         "[F|'output:range'(4)] int32"),
+    case("range-sparse-offset", {"class": "range", "start": 2, "limit": 5, "sparse": True},
+         "['output:range'(3)] sparse 'output:sparse'(5) int32"),
+    # constant
+    case("constant-scalar", {"class": "constant"}, "[] float32"),
+    case("constant-matrix-with-batch", {"class": "constant", "value": [[1, 2, 3], [4, 5, 6]], "with_batch_dim": True},
+         "[B, T|'output:dim0'(2), F|'output:feature'(3)] int32"),
+    case("constant-bool", {"class": "constant", "value": True}, "[] bool"),
+    case("constant-big-int", {"class": "constant", "value": [1, 2**40]}, "[F|'output:feature'(2)] int64"),
+    case("constant-int-as-float", {"class": "constant", "value": 3, "dtype": "float32"}, "[] float32"),
+    case("constant-numpy-keeps-dtype", {"class": "constant", "value": np.zeros((2,), "float64")},
+         "[F|'output:feature'(2)] float64"),
+    # cast
+    case("cast-dense-to-int", {"class": "cast", "dtype": "int32"}, "[B, T|'time:data', F|'data:feature'(6)] int32"),
+    case("cast-sparse-to-float", {"class": "cast", "dtype": "float32", "from": "data:classes"},
+         "[B, T|'time:classes'] float32"),
+    case("cast-sparse-to-int64", {"class": "cast", "dtype": "int64", "from": "data:classes"},
+         "[B, T|'time:classes'] sparse 'classes:sparse'(4) int64"),
+    # variable
+    case("variable-vector", {"class": "variable", "shape": [3]}, "[B, F|'output:feature'(3)] float32",
+         params={"output": {"param": (3,)}}),
+    case("variable-time-no-batch", {"class": "variable", "shape": (2, 3), "add_batch_axis": False,
+                                    "add_time_axis": True, "init": "glorot_uniform"},
+         "[T|'output:time'(1), 'output:dim0'(2), F|'output:feature'(3)] float32",
+         params={"output": {"param": (2, 3)}}),
+    case("variable-dim-shape", {"class": "variable", "shape": [HIDDEN], "trainable": False, "dtype": "float64"},
+         "[B, F|'hidden'(4)] float64", params={"output": {"param": (4,)}}),
+]
+
+ERROR_CASES = [
+    error("slice-step-zero", {"class": "slice", "axis": "T", "slice_step": 0}, InvalidOptionError, ["'slice_step'"]),
+    error("slice-batch-axis", {"class": "slice", "axis": "B", "slice_end": 2}, InvalidOptionError,
+          ["batch axis", "'axis'"]),
+    error("slice-axis-kind", {"class": "slice", "axis": "T", "axis_kind": "T"}, InvalidOptionError,
+          ["'axis_kind'", "not supported"]),
+    error("gather-float-position", {"class": "gather", "position": "data", "axis": "F"}, InvalidOptionError,
+          ["'position'", "integers"]),
+    error("gather-int-out-of-range", {"class": "gather", "position": 6, "axis": "F"}, InvalidOptionError,
+          ["'position' 6", "out of range"]),
+    error("gather-no-axis", {"class": "gather", "position": 0}, MissingOptionError, ["'axis'"]),
+    error("pad-pairs-mismatch", {"class": "pad", "axes": ["T", "F"], "padding": [(1, 1)]}, InvalidOptionError,
+          ["'padding'", "1 pairs", "2 axes"]),
+    error("pad-reflect-too-far", {"class": "pad", "axes": "F", "padding": 6, "mode": "reflect"}, InvalidOptionError,
+          ["mode 'reflect'", "'padding'"]),
+    error("pad-mode-typo", {"class": "pad", "axes": "F", "padding": 1, "mode": "replicate"}, InvalidOptionError,
+          ["'mode'", "did you mean 'replication'?"]),
+    error("pad-negative", {"class": "pad", "axes": "T", "padding": (-1, 0)}, InvalidOptionError,
+          ["'padding'", "negative"]),
+    error("window-left-right-sum", {"class": "window", "window_size": 3, "window_left": 1, "window_right": 2},
+          InvalidOptionError, ["window_size - 1 = 2"]),
+    error("window-valid-with-left", {"class": "window", "window_size": 3, "window_left": 1, "padding": "valid"},
+          InvalidOptionError, ["'window_left'", "'same'"]),
+    error("window-batch-axis", {"class": "window", "window_size": 2, "axis": "B"}, InvalidOptionError,
+          ["batch axis", "'axis'"]),
+    error("window-size-zero", {"class": "window", "window_size": 0}, InvalidOptionError, ["'window_size' is 0"]),
+    error("window-bad-padding", {"class": "window", "window_size": 2, "padding": "full"}, InvalidOptionError,
+          ["'padding'", "'full'"]),
+    error("cumsum-unknown-axis", {"class": "cumsum", "axis": "stag:foo"}, AxisError, ["'axis'", "foo"]),
+    error("cumsum-bool", {"class": "cumsum", "axis": "F", "from": "mask"}, InvalidOptionError, ["bool"],
+          mask={"class": "constant", "value": [True, False], "with_batch_dim": True}),
+    error("seq-len-mask-static", {"class": "seq_len_mask", "mask_value": 0, "axis": "F"}, InvalidOptionError,
+          ["'axis'", "static"]),
+    error("seq-len-mask-float-start", {"class": "seq_len_mask", "mask_value": 0, "start": "data"},
+          InvalidOptionError, ["'start'", "shape [B]"]),
+    error("seq-len-mask-static-seq-len-source", {"class": "seq_len_mask", "mask_value": 0, "seq_len_source": "len"},
+          InvalidOptionError, ["'seq_len_source'", "no dynamic time axis"], len=LENGTH),
+    error("seq-len-mask-fractional-on-sparse", {"class": "seq_len_mask", "mask_value": 0.5, "from": "data:classes"},
+          InvalidOptionError, ["'mask_value'", "int32"]),
+    error("length-static-axis", {"class": "length", "axis": "F"}, InvalidOptionError, ["'axis'", "static"]),
+    error("length-sparse-float", {"class": "length", "sparse": True, "dtype": "float32"}, InvalidOptionError,
+          ["'sparse'", "integer 'dtype'"]),
+    error("range-delta-zero", {"class": "range", "limit": 3, "delta": 0}, InvalidOptionError, ["'delta'"]),
+    error("range-float-in-int-dtype", {"class": "range", "limit": 2.5, "dtype": "int32"}, InvalidOptionError,
+          ["'dtype'", "cannot hold"]),
+    error("range-sparse-float", {"class": "range", "limit": 2.5, "sparse": True}, InvalidOptionError,
+          ["'sparse'", "integer 'dtype'"]),
+    error("range-in-axis-unbroadcast", {"class": "range_in_axis", "axis": "T", "unbroadcast": True},
+          InvalidOptionError, ["'unbroadcast'", "not supported"]),
+    error("range-from-length-float", {"class": "range_from_length"}, InvalidOptionError,
+          ["'from'", "integer lengths"]),
+    error("range-from-length-not-b", {"class": "range_from_length", "from": "data:classes"}, InvalidOptionError,
+          ["'from'", "shape [B]"]),
+    error("constant-ragged", {"class": "constant", "value": [[1, 2], [3]]}, InvalidOptionError, ["'value'", "ragged"]),
+    error("constant-string", {"class": "constant", "value": "a"}, InvalidOptionError, ["'value'", "numbers or bools"]),
+    error("constant-fraction-as-int", {"class": "constant", "value": 1.5, "dtype": "int32"}, InvalidOptionError,
+          ["'value'", "non-integer"]),
+    error("cast-dtype-typo", {"class": "cast", "dtype": "flaot32"}, InvalidOptionError,
+          ["'dtype'", "did you mean 'float32'?"]),
+    error("variable-negative-size", {"class": "variable", "shape": [-1]}, InvalidOptionError, ["'shape'", "-1"]),
+    error("variable-dynamic-dim", {"class": "variable", "shape": [SpatialDim("t")]}, InvalidOptionError,
+          ["'shape'", "not a static dim"]),
+    error("variable-no-shape", {"class": "variable"}, MissingOptionError, ["'shape'"]),
+]
