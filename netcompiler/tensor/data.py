@@ -146,8 +146,12 @@ class Data:
         """A new template with some fields changed; roles stay where their dims still are."""
         dims = tuple(changes.pop("dims", self.dims))
         sparse_dim = changes.pop("sparse_dim", self.sparse_dim)
-        time_dim = changes.pop("time_dim", self._time_dim if self._time_dim in dims else _DEFAULT)
-        keep_feature = self._feature_dim in dims and sparse_dim is None
+        # a role deliberately left empty stays empty while the dims stay the same
+        same_dims = set(dims) == set(self.dims)
+        keep_time = self._time_dim in dims or (self._time_dim is None and same_dims)
+        time_dim = changes.pop("time_dim", self._time_dim if keep_time else _DEFAULT)
+        keep_feature = sparse_dim is None and (
+            self._feature_dim in dims or (self._feature_dim is None and same_dims and self.sparse_dim is None))
         feature_dim = changes.pop("feature_dim", self._feature_dim if keep_feature else _DEFAULT)
         name = changes.pop("name", self.name)
         dtype = changes.pop("dtype", self.dtype)

@@ -1,0 +1,192 @@
+"""reinterpret_data: the input's values unchanged, with different axis roles, Dims or sparsity."""
+
+from typing import Any, Dict
+
+from netcompiler.errors import DimMismatchError
+from netcompiler.layer_base import NONE_TYPE, LayerBase, Option
+from netcompiler.tensor import FEATURE, Data, Dim, pad_dim, resolve_axes, resolve_dim
+
+from .shape import batch_first, copy_keeping_roles, moved, replaced, size_text
+
+
+class _NotSpecified:
+    """Default of `set_sparse_dim`, where None has a meaning of its own (not sparse)."""
+
+    def __repr__(self):
+        return "NotSpecified"
+
+
+NOT_SPECIFIED = _NotSpecified()
+
+_ROLE_KEYS = {"b": "batch", "batch": "batch", "batch_dim_axis": "batch",
+              "t": "time_dim", "time": "time_dim", "time_dim_axis": "time_dim",
+              "f": "feature_dim", "feature": "feature_dim", "feature_dim_axis": "feature_dim"}
+
+
+def _same_size(a: Dim, b: Dim) -> bool:
+    """Whether one axis can be read as the other: equal static sizes, or both unknown (batch, dynamic)."""
+    return a.size == b.size
+
+
+class ReinterpretDataLayer(LayerBase):
+    """Its input, relabelled: the tensor is not transposed or changed (except by `enforce_*_major`).
+
+    Options, applied in this order:
+    `enforce_batch_major` (False) / `enforce_time_major` (False): transpose to [B, ...] / [T, B, ...];
+    `switch_axes` (None): two axes, e.g. "BT" or ["T", "F"], whose Dims trade places (their sizes must agree);
+    `size_base` (None): a layer whose time Dim replaces the input's time Dim (e.g. to get the original
+    sequence lengths back after split_dims + merge_dims);
+    `set_axes` (None): {"T"|"F": axis description or None}, sets the time/feature role (the batch role
+    cannot be moved: not supported by netcompiler yet);
+    `set_dim_tags` (None): {axis description or Dim: new Dim}, the new Dim replaces the old one; its static
+    size must be the same (a new dynamic Dim takes the old one's sizes at run time);
+    `set_sparse` (None): True makes integer input sparse (needs `set_sparse_dim` unless already sparse),
+    False makes it dense;
+    `set_sparse_dim` (NotSpecified): the number of classes (int, new Dim `<layer>:sparse`) or a Dim;
+    None means not sparse;
+    `increase_sparse_dim` (None): adds this many classes (the derived Dim `pad_dim(sparse, 0, n)`).
+    """
+
+    layer_class = "reinterpret_data"
+    options = {
+        "switch_axes": Option(None, (str, list, tuple, NONE_TYPE), doc='e.g. "BT"'),
+        "size_base": Option(None, (str, NONE_TYPE), ref="layer"),
+        "set_axes": Option(None, (dict, NONE_TYPE), doc='e.g. {"T": "spatial:1"}'),
+        "set_dim_tags": Option(None, (dict, NONE_TYPE)),
+        "enforce_batch_major": Option(False, (bool,)),
+        "enforce_time_major": Option(False, (bool,)),
+        "set_sparse": Option(None, (bool, NONE_TYPE)),
+        "set_sparse_dim": Option(NOT_SPECIFIED, (int, Dim, NONE_TYPE)),
+        "increase_sparse_dim": Option(None, (int, NONE_TYPE)),
+    }
+
+    def make_output(self):
+        x = copy_keeping_roles(self.input_data, name=self.name)
+        for step in (self._enforce_layout, self._switch_axes, self._size_base, self._set_axes,
+                     self._set_dim_tags, self._sparsity):
+            x = step(x)
+        return x
+
+    def _enforce_layout(self, x: Data) -> Data:
+        if self.opts["enforce_batch_major"] and self.opts["enforce_time_major"]:
+            raise self.error("'enforce_batch_major' and 'enforce_time_major' cannot both be True",
+                             option="enforce_time_major")
+        if self.opts["enforce_batch_major"]:
+            return batch_first(x)
+        if not self.opts["enforce_time_major"]:
+            return x
+        if x.time_dim is None:
+            raise self.error(f"'enforce_time_major': the input {x.describe()} has no time axis",
+                             option="enforce_time_major")
+        return moved(batch_first(x), x.time_dim, 0, x.name)
+
+    def _switch_axes(self, x: Data) -> Data:
+        desc = self.opts["switch_axes"]
+        if desc is None:
+            return x
+        axes = resolve_axes(x, desc, layer=self.name, option="switch_axes")
+        if len(axes) != 2:
+            raise self.error(f"'switch_axes' {desc!r} names {len(axes)} axes of {x.describe()}; it needs two",
+                             option="switch_axes", suggestion='e.g. "BT"')
+        first, second = (x.dims[a] for a in axes)
+        if not _same_size(first, second):
+            raise self.error(f"'switch_axes': {x.dim_label(first)} ({size_text(first)}) and {x.dim_label(second)} "
+                             f"({size_text(second)}) cannot trade places", option="switch_axes",
+                             kind=DimMismatchError)
+        dims = list(x.dims)
+        dims[axes[0]], dims[axes[1]] = second, first
+        return copy_keeping_roles(x, dims=dims)
+
+    def _size_base(self, x: Data) -> Data:
+        base = self.opts["size_base"]
+        if base is None:
+            return x
+        new = base.output.time_dim
+        if new is None or x.time_dim is None:
+            which = f"'{base.name}' {base.output.describe()}" if new is None else f"the input {x.describe()}"
+            raise self.error(f"'size_base': {which} has no time axis", option="size_base", kind=DimMismatchError)
+        if new == x.time_dim:
+            return x
+        if x.has_dim(new) or (new.size is not None and x.time_dim.size is not None and new.size != x.time_dim.size):
+            raise self.error(f"'size_base': the time axis of '{base.name}' {base.output.describe()} cannot replace "
+                             f"the time axis of the input {x.describe()}", option="size_base", kind=DimMismatchError)
+        return replaced(x, x.time_dim, new, x.name)
+
+    def _set_axes(self, x: Data) -> Data:
+        given = self.opts["set_axes"]
+        if not given:
+            return x
+        roles: Dict[str, Any] = {}
+        for key, desc in given.items():
+            role = _ROLE_KEYS.get(str(key).lower())
+            if role is None:
+                raise self.error(f"'set_axes' key {key!r} unknown", option="set_axes",
+                                 suggestion="use 'T' (time) or 'F' (feature)")
+            dim = None if desc is None else resolve_dim(x, desc, layer=self.name, option="set_axes")
+            if role == "batch" and dim != x.dims[x.batch_dim_axis or 0]:
+                raise self.error("'set_axes' cannot move the batch axis: not supported by netcompiler yet",
+                                 option="set_axes")
+            if role != "batch" and dim is not None and dim.is_batch:
+                raise self.error(f"'set_axes' {key!r}: the batch axis cannot be the {role.split('_')[0]} axis",
+                                 option="set_axes")
+            if role != "batch":
+                roles[role] = dim
+        return copy_keeping_roles(x, **roles)
+
+    def _set_dim_tags(self, x: Data) -> Data:
+        given = self.opts["set_dim_tags"]
+        for key, new in (given or {}).items():
+            old = resolve_dim(x, key, layer=self.name, option="set_dim_tags")
+            if not isinstance(new, Dim):
+                raise self.error(f"'set_dim_tags' {key!r}: expected a Dim, not {new!r}", option="set_dim_tags")
+            if old == new:
+                continue
+            if old.is_batch or new.is_batch or x.has_dim(new) or not _same_size(old, new):
+                raise self.error(f"'set_dim_tags' {key!r}: {new.short_repr()} ({size_text(new)}) cannot replace "
+                                 f"{x.dim_label(old)} ({size_text(old)}) in {x.describe()}", option="set_dim_tags",
+                                 kind=DimMismatchError)
+            x = replaced(x, old, new, x.name)
+        return x
+
+    def _sparsity(self, x: Data) -> Data:
+        sparse_dim = self._new_sparse_dim(x)
+        increase = self.opts["increase_sparse_dim"]
+        if increase:
+            if sparse_dim is None:
+                raise self.error(f"'increase_sparse_dim' needs sparse data, but {x.describe()} is dense",
+                                 option="increase_sparse_dim", suggestion="set 'set_sparse': True")
+            if sparse_dim.size is not None and sparse_dim.size + increase < 1:
+                raise self.error(f"'increase_sparse_dim' {increase} leaves no classes of {sparse_dim.short_repr()}",
+                                 option="increase_sparse_dim")
+            sparse_dim = pad_dim(sparse_dim, 0, increase, description=f"{sparse_dim.description}{increase:+d}")
+        if sparse_dim == x.sparse_dim:
+            return x
+        if sparse_dim is not None and not x.sparse and not x.dtype.startswith(("int", "uint")):
+            raise self.error(f"'set_sparse': sparse data holds class indices, but the input {x.describe()} has "
+                             f"dtype {x.dtype}",
+                             option="set_sparse", suggestion="add a 'cast' layer to int32 first")
+        if sparse_dim is None:
+            return x.copy(sparse_dim=None, time_dim=x.time_dim)  # the feature role is chosen afresh
+        return x.copy(sparse_dim=sparse_dim, time_dim=x.time_dim, feature_dim=None)
+
+    def _new_sparse_dim(self, x: Data):
+        """The sparse Dim after `set_sparse` and `set_sparse_dim` (None: dense)."""
+        flag, given = self.opts["set_sparse"], self.opts["set_sparse_dim"]
+        if given is NOT_SPECIFIED:
+            if flag and not x.sparse:
+                raise self.error(f"'set_sparse': True needs 'set_sparse_dim' (the number of classes) for the dense "
+                                 f"input {x.describe()}", option="set_sparse_dim")
+            return None if flag is False else x.sparse_dim
+        if given is None:
+            return None
+        if flag is False:
+            raise self.error("'set_sparse' is False, but 'set_sparse_dim' gives classes", option="set_sparse_dim",
+                             suggestion="drop one of the two")
+        if flag is None and not x.sparse:
+            raise self.error(f"'set_sparse_dim' makes sense only for sparse data, and {x.describe()} is dense",
+                             option="set_sparse_dim", suggestion="set 'set_sparse': True")
+        if isinstance(given, Dim):
+            return given
+        if given < 1:
+            raise self.error(f"'set_sparse_dim' is {given}; it needs at least 1 class", option="set_sparse_dim")
+        return Dim(given, FEATURE, f"{self.name}:sparse")

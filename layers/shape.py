@@ -1,0 +1,302 @@
+"""Layers that change the shape or the axis order, not the values: merge_dims, split_dims, expand_dims,
+squeeze, transpose, swap_axes."""
+
+from typing import List, Sequence
+
+from netcompiler.layer_base import NONE_TYPE, NUMBER, LayerBase, Option
+from netcompiler.tensor import (
+    FEATURE, SPATIAL, Data, Dim, merge_dims, resolve_axes, resolve_axis, split_dim,
+)
+
+AXIS_TYPES = (str, int, Dim)
+AXES_TYPES = (str, int, Dim, list, tuple)
+
+
+# --- helpers shared by the layers of this family ------------------------------------------------------------
+def copy_keeping_roles(data: Data, **changes) -> Data:
+    """`data.copy(**changes)`, except that an unset time/feature role stays unset (`Data.copy` would choose a
+    default again); a role whose dim is gone is chosen afresh."""
+    dims = changes.get("dims", data.dims)
+    for role in ("time_dim", "feature_dim"):
+        current = getattr(data, role)
+        if role not in changes and (current is None or current in dims):
+            changes[role] = current
+    return data.copy(**changes)
+
+
+def permuted(data: Data, order: Sequence[int], name: str) -> Data:
+    """`data` with its axes reordered: output axis i is input axis order[i]; roles follow their dims."""
+    return copy_keeping_roles(data, dims=[data.dims[i] for i in order], name=name)
+
+
+def moved(data: Data, dim: Dim, position: int, name: str) -> Data:
+    """`data` with the axis of `dim` moved to `position` (the others keep their order)."""
+    rest = [d for d in data.dims if d != dim]
+    return copy_keeping_roles(data, dims=rest[:position] + [dim] + rest[position:], name=name)
+
+
+def batch_first(data: Data) -> Data:
+    """`data` with the batch axis (if any) moved to the front."""
+    return data if not data.has_batch else moved(data, data.dims[data.batch_dim_axis], 0, data.name)
+
+
+def replaced(data: Data, old: Dim, new: Dim, name: str) -> Data:
+    """`data` with the axis of `old` carrying `new` instead; the roles of `old` move to `new`."""
+    roles = {role: new if getattr(data, role) == old else getattr(data, role) for role in ("time_dim", "feature_dim")}
+    return data.copy(dims=[new if d == old else d for d in data.dims], name=name, **roles)
+
+
+def check_position(layer: LayerBase, value: int, count: int, option: str) -> int:
+    """`value` as a position among `count` places (negative from the end); an error if out of range."""
+    if not -count <= value < count:
+        raise layer.error(f"'{option}' is {value}, but there are only {count} places (0..{count - 1}, or "
+                          f"negative from the end)", option=option)
+    return value % count
+
+
+def size_text(dim: Dim) -> str:
+    return "dynamic" if dim.size is None else f"size {dim.size}"
+
+
+# --- layers -----------------------------------------------------------------------------------------------
+class MergeDimsLayer(LayerBase):
+    """Flattens several axes into one: [B,T,H,F] with axes="except_time" gives [B,T,H*F].
+
+    Options: `axes` (required; any axis description), `keep_order` (False: the axes are merged in the
+    input's axis order, RETURNN's historical behaviour; True: in the order `axes` names them).
+    The merged axis sits where the feature axis was if that is merged, else where the time axis was if
+    that is merged, else at the first merged axis; it takes over the feature/time roles of the axes it
+    merges. Its Dim is the derived `merge_dims(...)`, so merging a dynamic axis gives a dynamic Dim whose
+    sizes are the product of the parts' sizes (the valid frames form a prefix only when the dynamic axis
+    is the outermost merged one). One or no axis: the input unchanged. The batch axis cannot be merged
+    (not supported by netcompiler yet).
+    """
+
+    layer_class = "merge_dims"
+    options = {
+        "axes": Option(types=AXES_TYPES, doc='axes to merge, e.g. "except_time"'),
+        "keep_order": Option(False, (bool,)),
+    }
+
+    def make_output(self):
+        x = self.input_data
+        axes = resolve_axes(x, self.opts["axes"], layer=self.name, option="axes")
+        if not self.opts["keep_order"]:
+            axes = sorted(axes)
+        if len(axes) <= 1:
+            return copy_keeping_roles(x, name=self.name)
+        parts = [x.dims[a] for a in axes]
+        if any(d.is_batch for d in parts):
+            raise self.error(f"'axes' names the batch axis of {x.describe()}: merging it is not supported by "
+                             f"netcompiler yet",
+                             option="axes", suggestion="leave 'B' out of 'axes'")
+        merged = merge_dims(parts)
+        target = self._target_axis(x, axes)
+        rest = [d for i, d in enumerate(x.dims) if i not in axes]
+        position = sum(1 for i in range(target) if i not in axes)
+        roles = {role: merged if getattr(x, role) in parts else getattr(x, role)
+                 for role in ("time_dim", "feature_dim")}
+        return x.copy(dims=rest[:position] + [merged] + rest[position:], name=self.name, **roles)
+
+    @staticmethod
+    def _target_axis(x: Data, axes: List[int]) -> int:
+        for role_axis in (x.feature_dim_axis, x.time_dim_axis):
+            if role_axis in axes:
+                return role_axis
+        return min(axes)
+
+
+class SplitDimsLayer(LayerBase):
+    """Splits one axis into several: [B,T,W*F] with axis="F", dims=(W,-1) gives [B,T,W,F].
+
+    Options: `axis` (required), `dims` (required; positive ints, at most one -1 for "the rest"),
+    `pad_to_multiples` (None: pad iff the axis is dynamic; True: pad the axis to a multiple of the
+    product of the given sizes first), `pad_value` (0).
+    The -1 part is the derived `split_dim(axis, product, pad)` (dynamic if the axis is); a dynamic axis
+    needs a -1 part. The other parts are new static Dims `<layer>:split<i>`. If the split axis is the
+    feature axis, the last part becomes the feature axis; if it is the time axis, the -1 part (else the
+    first part) becomes the time axis.
+    """
+
+    layer_class = "split_dims"
+    options = {
+        "axis": Option(types=AXIS_TYPES, doc='the axis to split, e.g. "F"'),
+        "dims": Option(types=(list, tuple), doc="the sizes to split into, one may be -1"),
+        "pad_to_multiples": Option(None, (bool, NONE_TYPE)),
+        "pad_value": Option(0, NUMBER),
+    }
+
+    def make_output(self):
+        x = self.input_data
+        old = x.dims[resolve_axis(x, self.opts["axis"], layer=self.name, option="axis")]
+        if old.is_batch:
+            raise self.error("'axis' names the batch axis: splitting it is not supported by netcompiler yet",
+                             option="axis")
+        sizes = self._checked_sizes()
+        pad = old.is_dynamic if self.opts["pad_to_multiples"] is None else self.opts["pad_to_multiples"]
+        parts = self._part_dims(old, sizes, pad)
+        axis = x.axis_of(old)
+        roles = {"time_dim": x.time_dim, "feature_dim": x.feature_dim}
+        if x.time_dim == old:
+            roles["time_dim"] = parts[sizes.index(-1)] if -1 in sizes else parts[0]
+        if x.feature_dim == old:
+            roles["feature_dim"] = parts[-1]
+        return x.copy(dims=x.dims[:axis] + tuple(parts) + x.dims[axis + 1:], name=self.name, **roles)
+
+    def _checked_sizes(self) -> List[int]:
+        sizes = list(self.opts["dims"])
+        valid = all(isinstance(s, int) and not isinstance(s, bool) and (s > 0 or s == -1) for s in sizes)
+        if not sizes or not valid or sizes.count(-1) > 1:
+            raise self.error(f"'dims' is {self.opts['dims']!r}; expected a non-empty list of positive ints with at "
+                             f"most one -1", option="dims", suggestion="e.g. 'dims': (-1, 4)")
+        return sizes
+
+    def _part_dims(self, old: Dim, sizes: List[int], pad: bool) -> List[Dim]:
+        known = 1
+        for s in sizes:
+            known *= max(s, 1)
+        if -1 in sizes:
+            if old.size is not None and not pad and old.size % known:
+                raise self.error(f"'dims': the axis {old.short_repr()} ({size_text(old)}) is not a multiple of {known}",
+                                 option="dims", suggestion="set 'pad_to_multiples': True to pad it")
+            rest = split_dim(old, known, pad)
+        elif old.is_dynamic:
+            raise self.error(f"the axis {old.short_repr()} is dynamic, so one of 'dims' must be -1 (the part that "
+                             f"keeps the dynamic length)", option="dims")
+        elif not (old.size == known or (pad and 0 < old.size <= known)):
+            raise self.error(f"'dims' {self.opts['dims']!r} multiply to {known}, but the axis {old.short_repr()} "
+                             f"has {size_text(old)}", option="dims", suggestion="use -1 for one of the parts")
+        last = len(sizes) - 1
+        return [rest if s == -1 else
+                Dim(s, FEATURE if old.is_feature and i == last else SPATIAL, f"{self.name}:split{i}")
+                for i, s in enumerate(sizes)]
+
+
+class ExpandDimsLayer(LayerBase):
+    """Adds a new axis of size `dim`.
+
+    Options: `axis` (required): "F"/"feature" appends a new feature axis (dense input only);
+    "T"/"time"/"spatial" inserts a spatial axis before the feature axis (at the end if there is none),
+    which becomes the time axis if the input has none; an int is a position in the batch-major input,
+    counted with the batch axis, negative from the end (-1: last). A new spatial axis becomes the time axis
+    if the input has none. `dim` (1): the size of the new axis.
+    The new Dim is `<layer>:expand`.
+    """
+
+    layer_class = "expand_dims"
+    options = {
+        "axis": Option(types=(str, int), doc='"F", "T", "spatial" or a position'),
+        "dim": Option(1, (int,)),
+    }
+
+    def make_output(self):
+        x = self.input_data
+        size = self.opts["dim"]
+        if size < 1:
+            raise self.error(f"'dim' is {size}; the new axis needs a size of at least 1", option="dim")
+        axis = self.opts["axis"]
+        if isinstance(axis, int):
+            x = batch_first(x)
+            position = check_position(self, axis, x.batch_ndim + 1, "axis")
+            new = Dim(size, SPATIAL, f"{self.name}:expand")
+            return moved(copy_keeping_roles(x, dims=x.dims + (new,), time_dim=x.time_dim or new), new, position,
+                         self.name)
+        word = axis.lower()
+        if word in ("f", "feature"):
+            if x.sparse:
+                raise self.error(f"'axis' is {axis!r}, but the input {x.describe()} is sparse and cannot get a "
+                                 f"feature axis", option="axis")
+            new = Dim(size, FEATURE, f"{self.name}:expand")
+            return copy_keeping_roles(x, dims=x.dims + (new,), name=self.name, feature_dim=new)
+        if word in ("t", "time", "spatial"):
+            new = Dim(size, SPATIAL, f"{self.name}:expand")
+            position = x.batch_ndim if x.feature_dim_axis is None else x.feature_dim_axis
+            dims = x.dims[:position] + (new,) + x.dims[position:]
+            return x.copy(dims=dims, name=self.name, time_dim=x.time_dim or new, feature_dim=x.feature_dim)
+        raise self.error(f"'axis' is {axis!r}; expected 'F', 'T', 'spatial' or an int position", option="axis")
+
+
+class SqueezeLayer(LayerBase):
+    """Removes axes of size 1.
+
+    Options: `axis` (required; any axis description, or "auto" for every axis of static size 1),
+    `enforce_batch_dim_axis` (None; an int moves the batch axis there first), `allow_no_op` (False:
+    every named axis must have static size 1 and at least one must be named; True: named axes of other
+    sizes are kept).
+    """
+
+    layer_class = "squeeze"
+    options = {
+        "axis": Option(types=AXES_TYPES, doc='axes to remove, e.g. "F" or "auto"'),
+        "enforce_batch_dim_axis": Option(None, (int, NONE_TYPE)),
+        "allow_no_op": Option(False, (bool,)),
+    }
+
+    def make_output(self):
+        x = self._with_batch_axis(self.input_data)
+        desc = self.opts["axis"]
+        if isinstance(desc, str) and desc.lower() == "auto":
+            axes = [i for i, d in enumerate(x.dims) if d.size == 1]
+        else:
+            axes = resolve_axes(x, desc, layer=self.name, option="axis")
+        removed = [x.dims[a] for a in axes if x.dims[a].size == 1]
+        if not self.opts["allow_no_op"]:
+            kept = [x.dim_label(x.dims[a]) for a in axes if x.dims[a].size != 1]
+            if kept or not removed:
+                what = f"{', '.join(kept)} {'does' if len(kept) == 1 else 'do'} not have size 1" if kept \
+                    else "it names no axis of size 1"
+                raise self.error(f"'axis' {desc!r}: cannot squeeze the input {x.describe()}: {what}", option="axis",
+                                 suggestion="set 'allow_no_op': True to keep such axes")
+        return copy_keeping_roles(x, dims=[d for d in x.dims if d not in removed], name=self.name)
+
+    def _with_batch_axis(self, x: Data) -> Data:
+        index = self.opts["enforce_batch_dim_axis"]
+        if index is None:
+            return x
+        if not x.has_batch:
+            raise self.error(f"'enforce_batch_dim_axis': the input {x.describe()} has no batch axis",
+                             option="enforce_batch_dim_axis")
+        position = check_position(self, index, x.batch_ndim, "enforce_batch_dim_axis")
+        return moved(x, x.dims[x.batch_dim_axis], position, x.name)
+
+
+class TransposeLayer(LayerBase):
+    """Reorders the axes; the values are the same, every axis keeps its Dim and role.
+
+    Options: `perm` (required): dict target axis -> source axis, both axis descriptions of the input,
+    e.g. {"T": "F", "F": "T"} swaps time and feature. Axes not named as targets stay where they are;
+    the result must be a permutation.
+    """
+
+    layer_class = "transpose"
+    options = {"perm": Option(types=(dict,), doc='target axis -> source axis, e.g. {"T": "F", "F": "T"}')}
+
+    def make_output(self):
+        x = self.input_data
+        mapping = {}
+        for target_desc, source_desc in self.opts["perm"].items():
+            target = resolve_axis(x, target_desc, layer=self.name, option="perm")
+            if target in mapping:
+                raise self.error(f"'perm' names axis {x.dim_label(x.dims[target])} as a target twice", option="perm")
+            mapping[target] = resolve_axis(x, source_desc, layer=self.name, option="perm")
+        order = [mapping.get(i, i) for i in range(x.batch_ndim)]
+        if sorted(order) != list(range(x.batch_ndim)):
+            got = ", ".join(x.dim_label(x.dims[i]) for i in order)
+            raise self.error(f"'perm' {self.opts['perm']!r} is not a permutation of the input {x.describe()}: it "
+                             f"gives [{got}]", option="perm", suggestion="name every moved axis as a target once")
+        return permuted(x, order, self.name)
+
+
+class SwapAxesLayer(LayerBase):
+    """Swaps two axes; every axis keeps its Dim and role. Options: `axis1`, `axis2` (required; axis descriptions)."""
+
+    layer_class = "swap_axes"
+    options = {"axis1": Option(types=AXIS_TYPES), "axis2": Option(types=AXIS_TYPES)}
+
+    def make_output(self):
+        x = self.input_data
+        first = resolve_axis(x, self.opts["axis1"], layer=self.name, option="axis1")
+        second = resolve_axis(x, self.opts["axis2"], layer=self.name, option="axis2")
+        order = list(range(x.batch_ndim))
+        order[first], order[second] = second, first
+        return permuted(x, order, self.name)

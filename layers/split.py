@@ -1,0 +1,103 @@
+"""The split layer and its parts "<layer>/0", "<layer>/1", ..."""
+
+from typing import Dict, List, Optional
+
+from netcompiler.layer_base import COMMON_OPTIONS, NONE_TYPE, LayerBase, MissingOptionError, Option
+from netcompiler.tensor import Dim, resolve_dim
+
+from .shape import AXIS_TYPES, copy_keeping_roles, replaced, size_text
+
+
+class SplitLayer(LayerBase):
+    """Cuts one static axis into consecutive parts, reachable as sublayers "<layer>/0", "<layer>/1", ...;
+    the layer's own output is its input unchanged.
+
+    Options: `axis` (None: the feature axis), `num_splits` (None; that many equal parts) or
+    `size_splits` (None; a list of positive part sizes summing to the axis size) -- exactly one of the two.
+    Parts of the same size share one Dim `<layer>:part<size>` (so that e.g. "split/0" and "split/1" of
+    `num_splits: 2` can be combined elementwise); a single part keeps the input's Dim.
+    """
+
+    layer_class = "split"
+    options = {
+        "axis": Option(None, AXIS_TYPES + (NONE_TYPE,), doc="the axis to split; default: the feature axis"),
+        "num_splits": Option(None, (int, NONE_TYPE)),
+        "size_splits": Option(None, (list, tuple, NONE_TYPE)),
+    }
+
+    def __init__(self, name, network, opts):
+        self._parts: Dict[int, SplitPartLayer] = {}
+        super().__init__(name, network, opts)
+
+    def make_output(self):
+        x = self.input_data
+        axis = self.opts["axis"]
+        self.split_dim = resolve_dim(x, "F" if axis is None else axis, layer=self.name, option="axis")
+        if self.split_dim.is_batch or self.split_dim.is_dynamic:
+            raise self.error(f"'axis': {x.dim_label(self.split_dim)} of the input {x.describe()} is dynamic; "
+                             f"split needs a static size", option="axis")
+        sizes = self._part_sizes(self.split_dim)
+        if len(sizes) == 1:
+            self.part_dims = [self.split_dim]
+        else:
+            shared = {s: Dim(s, self.split_dim.kind, f"{self.name}:part{s}") for s in sizes}
+            self.part_dims = [shared[s] for s in sizes]
+        return copy_keeping_roles(x, name=self.name)
+
+    def _part_sizes(self, dim: Dim) -> List[int]:
+        num, sizes = self.opts["num_splits"], self.opts["size_splits"]
+        if num is None and sizes is None:
+            raise self.error("split needs 'num_splits' or 'size_splits'", option="num_splits",
+                             kind=MissingOptionError)
+        if num is not None and sizes is not None:
+            raise self.error("give either 'num_splits' or 'size_splits', not both", option="size_splits")
+        if num is not None:
+            if num < 1 or dim.size % num:
+                raise self.error(f"'num_splits' is {num}, which does not divide the axis {dim.short_repr()} "
+                                 f"({size_text(dim)})", option="num_splits")
+            return [dim.size // num] * num
+        sizes = list(sizes)
+        if not sizes or not all(isinstance(s, int) and not isinstance(s, bool) and s > 0 for s in sizes):
+            raise self.error(f"'size_splits' is {sizes!r}; expected a non-empty list of positive ints",
+                             option="size_splits")
+        if sum(sizes) != dim.size:
+            raise self.error(f"'size_splits' {sizes!r} sum to {sum(sizes)}, but the axis {dim.short_repr()} has "
+                             f"{size_text(dim)}", option="size_splits")
+        return sizes
+
+    # --- sublayers --------------------------------------------------------------------------------
+    def sub_layer_names(self) -> List[str]:
+        return [str(i) for i in range(len(self.part_dims))]
+
+    def get_sub_layer(self, name: str) -> Optional["SplitPartLayer"]:
+        if name not in self.sub_layer_names():
+            return None
+        index = int(name)
+        if index not in self._parts:
+            self._parts[index] = SplitPartLayer(self, index)
+        return self._parts[index]
+
+    def built_sub_layers(self) -> List["SplitPartLayer"]:
+        """The parts that were asked for so far, by index."""
+        return [self._parts[i] for i in sorted(self._parts)]
+
+
+class SplitPartLayer(LayerBase):
+    """Part `index` of a split layer: its input with the split axis cut to that part (no own options)."""
+
+    def __init__(self, parent: SplitLayer, index: int):
+        self.layer_class = parent.layer_class
+        self.index = index
+        self.loss = None
+        self.target_layer = None
+        opts = {key: option.default for key, option in COMMON_OPTIONS.items() if not option.required}
+        opts.update({"class": parent.layer_class, "from": [parent]})
+        super().__init__(f"{parent.name}/{index}", parent.network, opts)
+
+    @property
+    def parent(self) -> SplitLayer:
+        return self.sources[0]
+
+    def make_output(self):
+        parent = self.parent
+        return replaced(parent.output, parent.split_dim, parent.part_dims[self.index], self.name)
