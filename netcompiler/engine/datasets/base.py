@@ -222,10 +222,10 @@ class SeqOrdering:
         """Parse a seq_ordering string; ValueError with a problem text if malformed."""
         kind, *args = text.split(":")
         if kind not in cls.KINDS:
-            raise ValueError(f"unknown seq_ordering {text!r} (known: {', '.join(cls.KINDS)})")
+            raise ValueError(f"has an unknown kind {kind!r} (known: {', '.join(cls.KINDS)})")
         max_args = 1 if kind in cls._WITH_NTH else 2 if kind in cls._WITH_BINS else 0
         if len(args) > max_args:
-            raise ValueError(f"seq_ordering {text!r}: '{kind}' takes at most {max_args} ':'-separated argument(s)")
+            raise ValueError(f"is {text!r}, but '{kind}' takes at most {max_args} ':'-separated argument(s)")
         if kind in cls._WITH_NTH:
             return cls(kind, num_epochs_fixed=_positive_int_arg(text, args[0]) if args else 1)
         if kind in cls._WITH_BINS:
@@ -247,7 +247,7 @@ class SeqOrdering:
 
 def _positive_int_arg(text: str, arg: str) -> int:
     if not arg.isdigit() or int(arg) <= 0:
-        raise ValueError(f"seq_ordering {text!r}: {arg!r} is not a positive integer")
+        raise ValueError(f"is {text!r}, but {arg!r} is not a positive integer")
     return int(arg)
 
 
@@ -349,7 +349,7 @@ class Dataset:
     }
 
     def __init__(self, name: str = "dataset", **opts: Any):
-        self.name = str(opts.pop("name", None) or name)
+        self.name = str(name)
         self.options = self._check_options(opts)
         self.ordering = self._parse_ordering()
         self.labels: Dict[str, List[str]] = {}
@@ -452,12 +452,17 @@ class Dataset:
         seed = (seed - 1) // num_epochs_fixed + 1
         return seed + self.options["random_seed_offset"]
 
-    def sort_length(self, corpus_index: int) -> int:
-        """The length orderings sort by: that of "data", else of the first key with a time axis."""
-        lengths = self._corpus_seq_length(corpus_index)
-        if not lengths:
-            return 0
-        return lengths["data"] if "data" in lengths else lengths[next(iter(lengths))]
+    def sort_key(self) -> Optional[str]:
+        """The data key orderings sort by: "data", else the first key with a time axis."""
+        keys = [key for key, spec in self.data_spec().items() if spec.has_time_axis]
+        return "data" if "data" in keys else (keys[0] if keys else None)
+
+    def _sort_lengths(self) -> np.ndarray:
+        """The length of `sort_key` of every corpus sequence (override if there is a faster way)."""
+        key, num = self.sort_key(), self._num_corpus_seqs()
+        if key is None:
+            return np.zeros(num, dtype=np.int64)
+        return np.array([self._corpus_seq_length(i)[key] for i in range(num)], dtype=np.int64)
 
     def init_epoch(self, epoch: int) -> None:
         """Start epoch `epoch` (counting from 1): fixes its sequences and their order."""
@@ -465,11 +470,8 @@ class Dataset:
             raise ValueError(f"{self.subject}: epoch must be an int >= 1, got {epoch!r}")
         self.epoch = int(epoch)
         self._prepare_epoch(self.epoch)
-        num = self._num_corpus_seqs()
-        lengths = None
-        if self.ordering.needs_lengths:
-            lengths = np.array([self.sort_length(i) for i in range(num)], dtype=np.int64)
-        order = make_seq_order(self.ordering, num, lengths=lengths,
+        lengths = self._sort_lengths() if self.ordering.needs_lengths else None
+        order = make_seq_order(self.ordering, self._num_corpus_seqs(), lengths=lengths,
                                seed=self.random_seed(self.epoch, self.ordering.num_epochs_fixed))
         if self.options["partition_epoch"] > 1:
             order = partition_of_epoch(order, self.options["partition_epoch"], self.epoch)

@@ -1,0 +1,321 @@
+"""Turning a dataset epoch into padded numpy batches, with RETURNN's batching rules.
+
+* `batch_size` counts frames the way RETURNN does: the padded size of a batch,
+  number of sequences * longest sequence, may not exceed it, for every data
+  key. A single sequence longer than `batch_size` forms a batch of its own.
+* `max_seqs` bounds the number of sequences per batch (-1 or None: no bound).
+* `max_seq_length` drops sequences (or chunks) longer than the limit: an int
+  for all keys, a dict per key, or a negative int -n meaning {"classes": n}.
+* `chunking` cuts sequences into chunks of `size` frames every `step` frames
+  before batching (the last chunk of a sequence may be shorter), per data key.
+
+No TensorFlow here: batches are numpy arrays, padded with zeros.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple, Union
+
+import numpy as np
+
+from netcompiler.errors import InvalidOptionError
+
+Span = Tuple[int, int]  # [start, end) frames
+
+
+@dataclass
+class Batch:
+    """Sequences (or chunks) padded to a common length.
+
+    `data[key]` is [B, T, ...] for keys with a time axis (T = longest in the
+    batch, padding 0) and [B, ...] for keys without; `lengths[key]` are the
+    int32 frame counts [B] of the keys with a time axis.
+    """
+
+    data: Dict[str, np.ndarray]
+    lengths: Dict[str, np.ndarray]
+    seq_tags: List[str]
+
+    @property
+    def num_seqs(self) -> int:
+        """Number of sequences (chunks) in the batch."""
+        return len(self.seq_tags)
+
+    def num_frames(self, key: str = "data") -> int:
+        """Frames of `key` in the batch, without padding."""
+        return int(self.lengths[key].sum())
+
+
+# ---------------------------------------------------------------------------
+# Options
+
+
+@dataclass(frozen=True)
+class Chunking:
+    """Chunk size and step in frames: one int for all keys, or a dict per key."""
+
+    size: Union[int, Mapping[str, int]]
+    step: Union[int, Mapping[str, int]]
+
+    def for_key(self, key: str) -> Tuple[int, int]:
+        """(size, step) for data key `key`."""
+        if isinstance(self.size, int):
+            return self.size, self.step
+        if key not in self.size:
+            raise _chunking_error(f"gives no chunk size for data key '{key}' (it has {sorted(self.size)})")
+        return self.size[key], self.step[key]
+
+
+def _chunking_error(problem: str) -> InvalidOptionError:
+    return InvalidOptionError(problem, subject="config key 'chunking'")
+
+
+_CHUNKING_FORMS = "expected 'size:step' (e.g. '50:25'), an int, (size, step), or (dict, dict) per data key"
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def parse_chunking(value: Any) -> Optional[Chunking]:
+    """RETURNN's `chunking` forms -> Chunking, or None for no chunking (None, 0, "0", "").
+
+    Accepted: "size:step" or "size" strings, an int, (size, step) with ints or
+    with dicts data key -> frames; a missing or zero step means step = size.
+    """
+    if isinstance(value, Chunking) or value is None:
+        return value
+    if isinstance(value, str):
+        value = _parse_chunking_string(value)
+    if _is_int(value) or isinstance(value, dict):
+        value = (value, None)
+    if not isinstance(value, (tuple, list)) or len(value) != 2:
+        raise _chunking_error(f"{_CHUNKING_FORMS}; got {value!r}")
+    size, step = value
+    if _is_int(size):
+        return _int_chunking(int(size), step)
+    if isinstance(size, dict):
+        return _dict_chunking(size, step)
+    raise _chunking_error(f"{_CHUNKING_FORMS}; got {value!r}")
+
+
+def _parse_chunking_string(text: str) -> Any:
+    parts = text.strip().split(":") if text.strip() else ["0"]
+    if len(parts) > 2 or not all(p.strip().isdigit() for p in parts):
+        raise _chunking_error(f"{_CHUNKING_FORMS}; got {text!r}")
+    numbers = [int(p) for p in parts]
+    return tuple(numbers) if len(numbers) == 2 else numbers[0]
+
+
+def _int_chunking(size: int, step: Any) -> Optional[Chunking]:
+    if step is not None and not _is_int(step):
+        raise _chunking_error(f"chunk step must be an int like the size, got {step!r}")
+    if size < 0 or (step is not None and step < 0):
+        raise _chunking_error(f"chunk size and step must not be negative, got size {size}, step {step}")
+    if size == 0:
+        return None
+    return Chunking(size, int(step) if step else size)
+
+
+def _dict_chunking(size: Dict[str, Any], step: Any) -> Chunking:
+    step = dict(size) if step in (None, 0) else step
+    if not isinstance(step, dict) or set(step) != set(size):
+        raise _chunking_error(
+            f"chunk steps must be a dict with the same keys as the sizes {sorted(size)}, got {step!r}")
+    for key in size:
+        if not (_is_int(size[key]) and _is_int(step[key]) and size[key] > 0 and step[key] > 0):
+            raise _chunking_error(
+                f"chunk size and step of '{key}' must be positive ints, got {size[key]!r}:{step[key]!r}")
+    return Chunking({k: int(v) for k, v in size.items()}, {k: int(v) for k, v in step.items()})
+
+
+def _positive_int(value: Any, name: str, *, allow_unlimited: bool = False) -> float:
+    if allow_unlimited and (value is None or (_is_int(value) and value == -1)):
+        return math.inf
+    if not _is_int(value) or value <= 0:
+        also = " (or -1 for no limit)" if allow_unlimited else ""
+        raise InvalidOptionError(f"must be a positive int{also}, got {value!r}", subject=f"config key '{name}'")
+    return int(value)
+
+
+def parse_max_seq_length(value: Any) -> Dict[str, int]:
+    """RETURNN's `max_seq_length` forms -> {key: limit}; key "*" applies to all keys."""
+    if value is None or (_is_int(value) and value == 0):
+        return {}
+    if _is_int(value):
+        return {"*": int(value)} if value > 0 else {"classes": -int(value)}
+    if isinstance(value, dict) and all(_is_int(v) and v > 0 for v in value.values()):
+        return {str(k): int(v) for k, v in value.items()}
+    raise InvalidOptionError(f"must be an int or a dict data key -> positive int, got {value!r}",
+                             subject="config key 'max_seq_length'")
+
+
+def _too_long(lengths: Mapping[str, int], limits: Mapping[str, int]) -> bool:
+    return any(length > limits.get(key, limits.get("*", math.inf)) for key, length in lengths.items())
+
+
+# ---------------------------------------------------------------------------
+# Chunking a sequence
+
+
+def chunk_spans(lengths: Mapping[str, int], chunking: Chunking, tag: str = "?") -> List[Dict[str, Span]]:
+    """The chunks of one sequence: per chunk, [start, end) frames per data key.
+
+    Chunks are counted on the default key ("data" if there, else the first
+    key). Another key is cut alongside if it yields as many chunks (same
+    length with the same step, or per-key sizes that fit); a key of length
+    <= 1 is kept whole in every chunk (RETURNN's rule); anything else is an error.
+    """
+    if not lengths:
+        return [{}]
+    default = "data" if "data" in lengths else sorted(lengths)[0]
+    count = math.ceil(lengths[default] / chunking.for_key(default)[1])
+    whole_keys = [key for key in lengths if not _cut_alongside(key, default, lengths, chunking, count, tag)]
+    chunks = []
+    for index in range(count):
+        spans = {}
+        for key, length in lengths.items():
+            key_size, key_step = chunking.for_key(key) if key not in whole_keys else (length, length)
+            start = index * key_step if key not in whole_keys else 0
+            spans[key] = (start, min(start + key_size, length))
+        chunks.append(spans)
+    return chunks
+
+
+def _cut_alongside(key: str, default: str, lengths: Mapping[str, int], chunking: Chunking, count: int, tag: str):
+    """Whether `key` is chunked like the default key (True) or kept whole (False)."""
+    if key == default:
+        return True
+    step = chunking.for_key(key)[1]
+    default_step = chunking.for_key(default)[1]
+    if step == default_step and lengths[key] == lengths[default]:
+        return True
+    if lengths[key] <= 1:
+        return False
+    if step != default_step and math.ceil(lengths[key] / step) == count:
+        return True
+    raise _chunking_error(
+        f"sequence '{tag}': data keys '{default}' ({lengths[default]} frames) and '{key}' "
+        f"({lengths[key]} frames) cannot be cut into the same number of chunks; "
+        f"give per-key sizes, e.g. ({{'{default}': n, '{key}': m}}, {{'{default}': n, '{key}': m}})")
+
+
+# ---------------------------------------------------------------------------
+# Batching
+
+
+@dataclass
+class _Piece:
+    """A sequence, or a chunk of one, waiting to be batched."""
+
+    index: int
+    spans: Dict[str, Span]
+
+    def lengths(self) -> Dict[str, int]:
+        return {key: end - start for key, (start, end) in self.spans.items()}
+
+
+def _pieces(dataset, chunking: Optional[Chunking]) -> Iterator[_Piece]:
+    for index in range(dataset.num_seqs()):
+        lengths = dataset.seq_length(index)
+        if chunking is None:
+            yield _Piece(index, {key: (0, length) for key, length in lengths.items()})
+            continue
+        for spans in chunk_spans(lengths, chunking, tag=_LazyTag(dataset, index)):
+            yield _Piece(index, spans)
+
+
+class _LazyTag:
+    """A sequence tag that is only read if an error message needs it."""
+
+    def __init__(self, dataset, index: int):
+        self.dataset, self.index = dataset, index
+
+    def __format__(self, spec: str) -> str:
+        return format(self.dataset.seq_tag(self.index), spec)
+
+
+class _BatchPlan:
+    """The pieces of the batch being filled, and whether one more fits."""
+
+    def __init__(self, batch_size: float, max_seqs: float):
+        self.batch_size, self.max_seqs = batch_size, max_seqs
+        self.pieces: List[_Piece] = []
+        self.longest: Dict[str, int] = {}
+
+    def fits(self, lengths: Mapping[str, int]) -> bool:
+        if not self.pieces:
+            return True  # a piece always fits an empty batch, even if longer than batch_size
+        num = len(self.pieces) + 1
+        if num > self.max_seqs:
+            return False
+        return all(max(self.longest.get(k, 0), n) * num <= self.batch_size for k, n in lengths.items())
+
+    def add(self, piece: _Piece, lengths: Mapping[str, int]) -> None:
+        self.pieces.append(piece)
+        for key, length in lengths.items():
+            self.longest[key] = max(self.longest.get(key, 0), length)
+
+
+def _assemble(dataset, pieces: List[_Piece], spec) -> Batch:
+    """Read the pieces' data and pad them into one Batch."""
+    arrays_by_index: Dict[int, Dict[str, np.ndarray]] = {}
+    for piece in pieces:
+        if piece.index not in arrays_by_index:
+            arrays_by_index[piece.index] = dataset.get_seq(piece.index)
+    data, lengths = {}, {}
+    for key, key_spec in spec.items():
+        parts = [_cut(arrays_by_index[p.index][key], p.spans.get(key)) for p in pieces]
+        if key_spec.has_time_axis:
+            lengths[key] = np.array([len(part) for part in parts], dtype=np.int32)
+            data[key] = _pad(parts, key_spec)
+        else:
+            data[key] = np.stack(parts).astype(key_spec.dtype, copy=False)
+    tags = [dataset.seq_tag(p.index) for p in pieces]
+    return Batch(data=data, lengths=lengths, seq_tags=tags)
+
+
+def _cut(array: np.ndarray, span: Optional[Span]) -> np.ndarray:
+    return array if span is None else array[span[0]:span[1]]
+
+
+def _pad(parts: List[np.ndarray], spec) -> np.ndarray:
+    longest = max((len(part) for part in parts), default=0)
+    padded = np.zeros((len(parts), longest) + tuple(spec.frame_shape), dtype=spec.dtype)
+    for row, part in enumerate(parts):
+        padded[row, :len(part)] = part
+    return padded
+
+
+def iterate_batches(
+    dataset,
+    *,
+    batch_size: int,
+    max_seqs: int,
+    chunking: Any = None,
+    max_seq_length: Any = None,
+) -> Iterator[Batch]:
+    """The batches of the dataset's current epoch (call `dataset.init_epoch` first), in order.
+
+    Sequences keep the epoch's order; a batch is closed as soon as the next
+    sequence (or chunk) would make it exceed `batch_size` padded frames for
+    some key, or `max_seqs` sequences. See the module docstring for the options.
+    """
+    size_limit = _positive_int(batch_size, "batch_size")
+    seqs_limit = _positive_int(max_seqs, "max_seqs", allow_unlimited=True)
+    chunks = parse_chunking(chunking)
+    limits = parse_max_seq_length(max_seq_length)
+    spec = dataset.data_spec()
+    plan = _BatchPlan(size_limit, seqs_limit)
+    for piece in _pieces(dataset, chunks):
+        lengths = piece.lengths()
+        if _too_long(lengths, limits):
+            continue
+        if not plan.fits(lengths):
+            yield _assemble(dataset, plan.pieces, spec)
+            plan = _BatchPlan(size_limit, seqs_limit)
+        plan.add(piece, lengths)
+    if plan.pieces:
+        yield _assemble(dataset, plan.pieces, spec)
