@@ -1,0 +1,431 @@
+"""Checkpoints: one per saved epoch, written so that a crash never leaves a half one.
+
+Names follow RETURNN: the config key ``model = "out/model"`` gives
+``out/model.001``, ``out/model.002``, ... as TensorFlow checkpoint prefixes,
+each made of the files ``<prefix>.index`` and ``<prefix>.data-00000-of-00001``,
+plus netcompiler's sidecar ``<prefix>.meta.json`` (epoch and whatever the
+trainer needs to resume: step count, RNG state, ...).
+
+Writing is atomic: the checkpoint and the sidecar are written under a temporary
+prefix ``<model>.tmp-...`` in the same directory, flushed to disk, then renamed
+into place, the ``.index`` file last. A checkpoint counts as complete exactly
+when its ``.index`` file exists, so a crash at any moment leaves either the
+complete checkpoint or none. Leftovers of an interrupted write (temporary files,
+data or sidecar files without an index) are removed when the next
+`CheckpointManager` for the same model starts. Existing complete checkpoints
+are never rewritten or deleted (unless `save(..., overwrite=True)`).
+
+Restoring checks that the checkpoint fits the objects before assigning
+anything: every variable of the objects must have a value of the same shape in
+the checkpoint and every variable of the checkpoint (below the restored
+objects) must have a place. Otherwise `CheckpointError` names the file and the
+variables concerned. Parts of the checkpoint that the caller does not ask for
+are ignored (e.g. restoring only ``{"model": ...}`` from a checkpoint that also
+holds the optimizer). A damaged or truncated file gives `CheckpointError` with
+the file's name, not a TensorFlow traceback.
+
+Keras optimizers create their variables lazily: build them
+(``optimizer.build(model.trainable_variables)``) before restoring into them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import uuid
+from collections import deque
+from typing import Any, Dict, List, Mapping, Optional, Tuple
+
+import tensorflow as tf
+
+from ..errors import CheckpointError
+
+SIDECAR_SUFFIX = ".meta.json"
+INDEX_SUFFIX = ".index"
+SIDECAR_FORMAT = "netcompiler-checkpoint"
+SIDECAR_VERSION = 1
+_TMP_MARK = ".tmp-"
+_MAX_NAMES = 12  # variable names listed in one error message
+
+
+def checkpoint_path(model_prefix: str, epoch: int) -> str:
+    """RETURNN's checkpoint name for `epoch`: ``<model>.003``."""
+    return f"{model_prefix}.{epoch:03d}"
+
+
+def _split(model_prefix: str) -> Tuple[str, str]:
+    directory, base = os.path.split(model_prefix)
+    if not base:
+        raise CheckpointError(f"model prefix '{model_prefix}' names a directory; give a file prefix like 'out/model'")
+    return directory or ".", base
+
+
+def _listdir(directory: str) -> List[str]:
+    try:
+        return os.listdir(directory)
+    except FileNotFoundError:
+        return []
+
+
+def complete_checkpoints(model_prefix: str) -> List[Tuple[int, str]]:
+    """All complete checkpoints of the model, as (epoch, path), oldest first."""
+    directory, base = _split(model_prefix)
+    pattern = re.compile(re.escape(base) + r"\.(\d{3,})" + re.escape(INDEX_SUFFIX) + "$")
+    found = []
+    for name in _listdir(directory):
+        match = pattern.match(name)
+        if match:
+            epoch = int(match.group(1))
+            found.append((epoch, os.path.join(os.path.dirname(model_prefix), name[:-len(INDEX_SUFFIX)])))
+    return sorted(found)
+
+
+def latest_complete(model_prefix: str) -> Optional[Tuple[int, str]]:
+    """(epoch, path) of the newest complete checkpoint, or None."""
+    found = complete_checkpoints(model_prefix)
+    return found[-1] if found else None
+
+
+def remove_incomplete(model_prefix: str) -> List[str]:
+    """Removes what interrupted writes left behind; returns the removed file names."""
+    directory, base = _split(model_prefix)
+    names = _listdir(directory)
+    complete = {os.path.basename(path) for _, path in complete_checkpoints(model_prefix)}
+    final = re.compile(re.escape(base) + r"\.(\d{3,})(\.data-\d+-of-\d+|" + re.escape(SIDECAR_SUFFIX) + ")$")
+    removed = []
+    for name in names:
+        stale = name.startswith(base + _TMP_MARK)
+        match = final.match(name)
+        if match and f"{base}.{match.group(1)}" not in complete:
+            stale = True
+        if stale:
+            try:
+                os.unlink(os.path.join(directory, name))
+                removed.append(name)
+            except FileNotFoundError:
+                pass
+    return removed
+
+
+def _fsync_file(path: str) -> None:
+    with open(path, "rb") as f:
+        os.fsync(f.fileno())
+
+
+def _fsync_dir(directory: str) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def read_sidecar(path: str) -> Dict[str, Any]:
+    """The sidecar of checkpoint `path` ({} if it has none, e.g. one made elsewhere)."""
+    sidecar = path + SIDECAR_SUFFIX
+    if not os.path.exists(sidecar):
+        return {}
+    try:
+        with open(sidecar, encoding="utf-8") as f:
+            data = json.load(f)
+    except (OSError, ValueError) as exc:
+        raise CheckpointError(f"checkpoint sidecar '{sidecar}' is damaged or unreadable: {exc}") from None
+    if not isinstance(data, dict) or data.get("format") != SIDECAR_FORMAT:
+        raise CheckpointError(f"checkpoint sidecar '{sidecar}' is not a netcompiler checkpoint sidecar")
+    return data
+
+
+# --------------------------------------------------------------------- restore
+
+def _is_variable(obj: Any) -> bool:
+    if isinstance(obj, tf.Variable):
+        return True
+    keras_variable = getattr(getattr(tf, "keras", None), "Variable", None)
+    return keras_variable is not None and isinstance(obj, keras_variable)
+
+
+def _shape(obj: Any) -> Tuple[Optional[int], ...]:
+    return tuple(tf.TensorShape(obj.shape).as_list())
+
+
+def _describe(obj: Any, path: str) -> str:
+    name = getattr(obj, "name", None) or getattr(obj, "path", None)
+    return f"{path} ({name})" if name and name != path else path
+
+
+def _read_reader(path: str):
+    index = path + INDEX_SUFFIX
+    if not os.path.exists(index):
+        raise CheckpointError(f"checkpoint '{path}' does not exist (no file '{index}')")
+    try:
+        return tf.train.load_checkpoint(path)
+    except Exception as exc:  # DataLossError, ValueError, ... for a damaged index file
+        raise CheckpointError(
+            f"checkpoint file '{index}' is damaged or not a TensorFlow checkpoint ({_first_line(exc)})") from None
+
+
+def _first_line(exc: BaseException) -> str:
+    text = getattr(exc, "message", None) or str(exc)
+    return (text.strip().splitlines() or [type(exc).__name__])[0][:300]
+
+
+def _data_files(path: str) -> str:
+    directory = os.path.dirname(path)
+    names = sorted(n for n in _listdir(directory or ".") if n.startswith(os.path.basename(path) + ".data-"))
+    return ", ".join(f"'{os.path.join(directory, n)}'" for n in names) or f"'{path}.data-*' (missing)"
+
+
+def _damaged(path: str, exc: BaseException) -> CheckpointError:
+    return CheckpointError(
+        f"checkpoint '{path}' cannot be read: its file '{path}{INDEX_SUFFIX}' or data file {_data_files(path)} "
+        f"is damaged or truncated ({type(exc).__name__}: {_first_line(exc)})")
+
+
+def _object_graph(reader, path: str):
+    from tensorflow.core.protobuf import trackable_object_graph_pb2
+
+    try:
+        shapes = reader.get_variable_to_shape_map()
+    except Exception as exc:  # the reader's errors are of several kinds
+        raise _damaged(path, exc) from None
+    if "_CHECKPOINTABLE_OBJECT_GRAPH" not in shapes:
+        raise CheckpointError(
+            f"checkpoint '{path}' has no object graph: it was written by a name-based (TF1) saver, "
+            f"which netcompiler does not read")
+    graph = trackable_object_graph_pb2.TrackableObjectGraph()
+    try:
+        graph.ParseFromString(reader.get_tensor("_CHECKPOINTABLE_OBJECT_GRAPH"))
+    except Exception as exc:  # IndexError, DataLossError, protobuf's DecodeError, ...
+        raise _damaged(path, exc) from None
+    return graph, shapes
+
+
+def _value_key(node) -> Optional[str]:
+    for attribute in node.attributes:
+        if attribute.name == "VARIABLE_VALUE":
+            return attribute.checkpoint_key
+    return None
+
+
+def _same_shape(saved, live) -> bool:
+    return len(saved) == len(live) and all(b is None or a == b for a, b in zip(saved, live))
+
+
+def verify_match(root, path: str, reader=None) -> None:
+    """Raises CheckpointError unless the variables below `root` and in checkpoint `path` correspond.
+
+    Each top-level object (``model``, ``optimizer``, ...) is compared on its
+    own, by the names of its attributes, as TensorFlow's restore matches them.
+    That way a renamed or added model variable is reported under the model,
+    even where the optimizer's positional variable lists happen to fit.
+    A checkpoint value that would land in two different variables is reported too.
+    """
+    reader = reader or _read_reader(path)
+    graph, shapes = _object_graph(reader, path)
+    view = tf.train.TrackableView(root)
+    root_children = view.children(root)
+    nodes = graph.nodes
+    tops = [(c.local_name, c.node_id) for c in nodes[0].children if c.local_name in root_children]
+    if not tops:
+        raise CheckpointError(
+            f"checkpoint '{path}' holds none of {sorted(root_children)} "
+            f"(it holds: {', '.join(sorted(c.local_name for c in nodes[0].children)) or 'nothing'})")
+
+    wrong_shape: List[str] = []
+    only_in_network: List[str] = []
+    only_in_checkpoint: List[str] = []
+    reported_live, reported_nodes = set(), set()
+    targets: Dict[int, Dict[int, str]] = {}  # checkpoint node -> {id(live variable): its name}
+    for top, top_node in tops:
+        # The checkpoint's nodes below `top`, each with its shortest name.
+        ckpt_paths: Dict[int, str] = {}
+        queue = deque([(top_node, top)])
+        while queue:
+            node_id, name = queue.popleft()
+            if node_id in ckpt_paths:
+                continue
+            ckpt_paths[node_id] = name
+            queue.extend((c.node_id, f"{name}/{c.local_name}") for c in nodes[node_id].children)
+        # The live variables below `top`, each with its shortest name.
+        live: Dict[int, Tuple[str, Any]] = {}
+        seen = set()
+        queue = deque([(top, root_children[top])])
+        while queue:
+            name, obj = queue.popleft()
+            if id(obj) in seen:
+                continue
+            seen.add(id(obj))
+            if _is_variable(obj):
+                live[id(obj)] = (name, obj)
+            else:
+                queue.extend((f"{name}/{k}", child) for k, child in view.children(obj).items())
+        # Walk both side by side.
+        matched_nodes, matched_live, visited = set(), set(), set()
+        queue = deque([(top_node, root_children[top])])
+        while queue:
+            node_id, obj = queue.popleft()
+            if (node_id, id(obj)) in visited:
+                continue
+            visited.add((node_id, id(obj)))
+            if _is_variable(obj):
+                key = _value_key(nodes[node_id])
+                if key is not None:
+                    matched_nodes.add(node_id)
+                    matched_live.add(id(obj))
+                    targets.setdefault(node_id, {})[id(obj)] = live[id(obj)][0]
+                    saved, current = tuple(shapes.get(key, ())), _shape(obj)
+                    if not _same_shape(saved, current) and node_id not in reported_nodes:
+                        reported_nodes.add(node_id)
+                        reported_live.add(id(obj))
+                        wrong_shape.append(f"{ckpt_paths[node_id]}: checkpoint {saved}, network {current}")
+                continue
+            children = view.children(obj)
+            queue.extend((c.node_id, children[c.local_name]) for c in nodes[node_id].children
+                         if c.local_name in children)
+        for node_id, name in ckpt_paths.items():
+            if (_value_key(nodes[node_id]) is not None and node_id not in matched_nodes
+                    and node_id not in reported_nodes):
+                reported_nodes.add(node_id)
+                only_in_checkpoint.append(name)
+        for var_id, (name, obj) in live.items():
+            if var_id not in matched_live and var_id not in reported_live:
+                reported_live.add(var_id)
+                only_in_network.append(_describe(obj, name))
+    ambiguous = [" and ".join(sorted(set(t.values()))) for t in targets.values() if len(t) > 1]
+
+    if wrong_shape or only_in_checkpoint or only_in_network or ambiguous:
+        parts = []
+        for title, names in (("variables of the network missing in the checkpoint", only_in_network),
+                             ("variables in the checkpoint that the network does not have", only_in_checkpoint),
+                             ("variables with a different shape", wrong_shape),
+                             ("checkpoint values that would go to several variables", ambiguous)):
+            if names:
+                shown = names[:_MAX_NAMES] + ([f"... ({len(names) - _MAX_NAMES} more)"]
+                                              if len(names) > _MAX_NAMES else [])
+                parts.append(f"{title}: {', '.join(shown)}")
+        raise CheckpointError(f"checkpoint '{path}' does not match the network; " + "; ".join(parts))
+
+
+def restore(root, path: str) -> None:
+    """Restores trackable `root` (e.g. a ``tf.train.Checkpoint``) from checkpoint prefix `path`, strictly.
+
+    Checks first that all variables correspond (see `verify_match`), then reads
+    the values. A damaged file gives CheckpointError naming it.
+    """
+    reader = _read_reader(path)
+    verify_match(root, path, reader)
+    del reader
+    try:
+        status = root.read(path)
+        status.expect_partial()  # parts that the caller did not ask for are fine (checked above)
+        status.assert_existing_objects_matched()
+    except Exception as exc:  # DataLossError, OutOfRangeError, ValueError, ... from a damaged file
+        raise _damaged(path, exc) from None
+
+
+def _check_built(objects: Mapping[str, Any]) -> None:
+    optimizer_class = getattr(getattr(getattr(tf, "keras", None), "optimizers", None), "Optimizer", None)
+    for name, obj in objects.items():
+        if optimizer_class is not None and isinstance(obj, optimizer_class) and not getattr(obj, "built", True):
+            raise ValueError(f"the optimizer '{name}' has no variables yet: call "
+                             f"optimizer.build(model.trainable_variables) before restoring it")
+
+
+# --------------------------------------------------------------------- manager
+
+class CheckpointManager:
+    """Saves and restores the trainer's state per epoch under one model prefix.
+
+    ``objects`` maps names to trackables (``{"model": net, "optimizer": opt,
+    "rng": tf.random.Generator}``); ``extra`` is a JSON-serialisable dict kept in
+    the sidecar (step count, dataset RNG state, ...).
+    """
+
+    def __init__(self, model_prefix: str):
+        if not isinstance(model_prefix, str) or not model_prefix:
+            raise CheckpointError(f"model prefix must be a file prefix like 'out/model', got {model_prefix!r}")
+        self.model_prefix = model_prefix
+        self.directory, self.base = _split(model_prefix)
+        self.removed_leftovers = remove_incomplete(model_prefix)
+
+    def path_for(self, epoch: int) -> str:
+        return checkpoint_path(self.model_prefix, epoch)
+
+    def complete(self) -> List[Tuple[int, str]]:
+        return complete_checkpoints(self.model_prefix)
+
+    def latest_complete(self) -> Optional[Tuple[int, str]]:
+        return latest_complete(self.model_prefix)
+
+    def latest_path(self) -> Optional[str]:
+        """Path (prefix) of the newest complete checkpoint, or None."""
+        latest = self.latest_complete()
+        return latest[1] if latest else None
+
+    def save(self, epoch: int, objects: Mapping[str, Any], extra: Optional[Mapping[str, Any]] = None,
+             *, overwrite: bool = False) -> str:
+        """Writes the checkpoint of `epoch` atomically; returns its path (prefix)."""
+        if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 0:
+            raise ValueError(f"epoch must be a whole number >= 0, got {epoch!r}")
+        final = self.path_for(epoch)
+        if os.path.exists(final + INDEX_SUFFIX):
+            if not overwrite:
+                raise CheckpointError(f"checkpoint '{final}' exists already; it is never overwritten")
+            os.unlink(final + INDEX_SUFFIX)  # from now on the old one is incomplete
+            _fsync_dir(self.directory)
+        sidecar = {"format": SIDECAR_FORMAT, "version": SIDECAR_VERSION, "epoch": epoch,
+                   "objects": sorted(objects), "extra": dict(extra or {})}
+        sidecar_text = json.dumps(sidecar, indent=1, sort_keys=True)  # fails early if extra is not JSON
+        os.makedirs(self.directory, exist_ok=True)
+        tmp = os.path.join(self.directory, f"{self.base}{_TMP_MARK}{epoch:03d}-{uuid.uuid4().hex[:8]}")
+        try:
+            written = tf.train.Checkpoint(**objects).write(tmp)
+            if written != tmp:  # TF keeps the prefix as given; anything else would break the renames
+                raise RuntimeError(f"TensorFlow wrote the checkpoint as {written!r}, expected {tmp!r}")
+            with open(tmp + SIDECAR_SUFFIX, "w", encoding="utf-8") as f:
+                f.write(sidecar_text + "\n")
+            tmp_base = os.path.basename(tmp)
+            pieces = sorted(n for n in _listdir(self.directory) if n.startswith(tmp_base + "."))
+            if tmp_base + INDEX_SUFFIX not in pieces:
+                raise RuntimeError(f"TensorFlow wrote no index file for {tmp!r}")
+            for name in pieces:
+                _fsync_file(os.path.join(self.directory, name))
+            pieces.remove(tmp_base + INDEX_SUFFIX)
+            for name in pieces + [tmp_base + INDEX_SUFFIX]:  # the index last: it marks completeness
+                self._rename_into_place(os.path.join(self.directory, name),
+                                        final + name[len(tmp_base):])
+            _fsync_dir(self.directory)
+        finally:
+            for name in _listdir(self.directory):
+                if name.startswith(os.path.basename(tmp) + "."):
+                    os.unlink(os.path.join(self.directory, name))
+        return final
+
+    def _rename_into_place(self, source: str, target: str) -> None:
+        """One step of `save`; a separate method so tests can simulate a crash between steps."""
+        os.replace(source, target)
+
+    def restore(self, path: str, objects: Mapping[str, Any]) -> Dict[str, Any]:
+        """Restores `objects` from checkpoint `path` strictly; returns the sidecar's ``extra``."""
+        _check_built(objects)
+        sidecar = read_sidecar(path)  # read first: a damaged sidecar should fail before variables change
+        restore(tf.train.Checkpoint(**objects), path)
+        return dict(sidecar.get("extra", {}))
+
+    def restore_latest(self, objects: Mapping[str, Any]) -> Optional[Tuple[int, Dict[str, Any]]]:
+        """Restores from the newest complete checkpoint: (epoch, extra), or None if there is none."""
+        latest = self.latest_complete()
+        if latest is None:
+            return None
+        epoch, path = latest
+        return epoch, self.restore(path, objects)
+
+
+__all__ = ["CheckpointManager", "checkpoint_path", "complete_checkpoints", "latest_complete", "read_sidecar",
+           "remove_incomplete", "restore", "verify_match"]

@@ -1,0 +1,489 @@
+"""Learning-rate control: which learning rate each epoch trains with.
+
+The config keys keep the meaning RETURNN gives them:
+
+* ``learning_rate`` (default 1.0): the rate of the first epoch.
+* ``learning_rates``: explicit rates for the first epochs, a list (epoch 1, 2, ...)
+  or a dict ``{epoch: rate}``. Those epochs use exactly these rates; later epochs
+  continue from the last one by the control rule.
+* ``learning_rate_control``: the rule for the following epochs:
+
+  - ``"constant"`` (default): keep the previous epoch's rate.
+  - ``"newbob"`` / ``"newbob_rel"``: relative change of the decisive score
+    between the two previous epochs, ``(new - old) / |new|`` (or ``/ |old|``
+    with ``newbob_relative_error_div_by_old``). If it is *greater* than
+    ``newbob_relative_error_threshold`` (default -0.01), i.e. the score improved
+    by less than 1 %, the rate is multiplied by ``newbob_learning_rate_decay``
+    (default 0.5). With ``learning_rate_control_relative_error_relative_lr`` the
+    relative change is first divided by ``rate / learning_rate``.
+  - ``"newbob_abs"``: the same with the absolute change ``new - old`` compared
+    to ``newbob_error_threshold`` (default -0.01).
+  - ``"newbob_multi_epoch"``: the mean of the relative changes over the last
+    ``newbob_multi_num_epochs`` (default 5) epoch pairs decides, and the rate is
+    only reconsidered every ``newbob_multi_update_interval`` epochs (default:
+    ``newbob_multi_num_epochs``), at epochs 1, 1 + interval, 1 + 2 * interval, ...
+
+  A decayed rate never goes below ``min_learning_rate`` (default 0).
+* ``learning_rate_control_error_measure``: which recorded score decides (a key,
+  or a list of keys tried in order; ``KEY_output`` is tried after ``KEY``).
+  Default: ``dev_score`` / ``dev_score_output``, else the first recorded
+  ``dev_score_*`` (the first loss), else the first ``dev_*``, else the train
+  score.
+* ``learning_rate_file``: where the history (epoch -> rate, scores) is kept.
+  Default: ``<model>.learning_rates.json`` next to the checkpoints. A resumed run
+  reads it back and so continues the very same schedule: a rate, once chosen
+  for an epoch, is stored and never recomputed.
+
+The history file is JSON, written atomically (temporary file, then rename).
+A RETURNN ``newbob.data`` file (a Python literal of ``EpochData(...)`` entries)
+is also read, so a RETURNN run's schedule can be continued; it is written back
+as JSON.
+
+This module is pure Python (no TensorFlow).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import math
+import os
+import tempfile
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, Union
+
+from ..errors import CheckpointError, InvalidOptionError, closest_match
+
+KINDS = ("constant", "newbob", "newbob_rel", "newbob_abs", "newbob_multi_epoch")
+# Other spellings RETURNN accepts for the same rules.
+_ALIASES = {"newbob_relative": "newbob_rel", "newbob": "newbob_rel"}
+
+FILE_FORMAT = "netcompiler-learning-rate-history"
+FILE_VERSION = 1
+
+Decay = Union[float, Callable[[float], float]]
+
+
+def _key_error(key: str, message: str, suggestion: Optional[str] = None) -> InvalidOptionError:
+    return InvalidOptionError(message, subject=f"config key '{key}'", option=key, suggestion=suggestion)
+
+
+def _as_float(key: str, value: Any, *, minimum: Optional[float] = None) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise _key_error(key, f"expected a number, got {value!r}", suggestion=f"write {key} = 0.001 or similar")
+    value = float(value)
+    if math.isnan(value) or (minimum is not None and value < minimum):
+        raise _key_error(key, f"expected a number >= {minimum}, got {value!r}")
+    return value
+
+
+def _as_int(key: str, value: Any, *, minimum: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise _key_error(key, f"expected a whole number >= {minimum}, got {value!r}")
+    return value
+
+
+def _check_kind(kind: Any) -> str:
+    if not isinstance(kind, str) or (kind not in KINDS and kind not in _ALIASES):
+        near = closest_match(str(kind), list(KINDS) + list(_ALIASES))
+        choices = ", ".join(repr(k) for k in KINDS)
+        suggestion = f"did you mean {near!r}?" if near else f"use one of {choices}"
+        raise _key_error("learning_rate_control", f"unknown learning-rate control {kind!r} (known: {choices})",
+                         suggestion=suggestion)
+    return _ALIASES.get(kind, kind)
+
+
+def _check_decay(value: Any) -> Decay:
+    if callable(value):
+        return value
+    return _as_float("newbob_learning_rate_decay", value, minimum=0.0)
+
+
+def _check_learning_rates(value: Any) -> Dict[int, float]:
+    key = "learning_rates"
+    if value is None:
+        return {}
+    if isinstance(value, (list, tuple)):
+        items = list(enumerate(value, start=1))
+    elif isinstance(value, Mapping):
+        items = list(value.items())
+    else:
+        raise _key_error(key, f"expected a list of rates (epoch 1, 2, ...) or a dict epoch -> rate, got {value!r}")
+    result = {}
+    for epoch, rate in items:
+        if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 1:
+            raise _key_error(key, f"epochs are whole numbers >= 1, got {epoch!r}")
+        result[epoch] = _as_float(key, rate, minimum=0.0)
+    return result
+
+
+def _check_error_measure(value: Any) -> Optional[List[str]]:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, (list, tuple)) and value and all(isinstance(v, str) for v in value):
+        return list(value)
+    raise _key_error("learning_rate_control_error_measure",
+                     f"expected a score name such as 'dev_score_output' (or a list of them), got {value!r}")
+
+
+def _flatten_scores(scores: Mapping[str, Any]) -> Dict[str, float]:
+    """{"dev_score": {"output": 1.2}} -> {"dev_score_output": 1.2}; values become floats."""
+    flat: Dict[str, float] = {}
+    for key, value in scores.items():
+        if isinstance(value, Mapping):
+            if len(value) == 1:
+                flat[str(key)] = float(next(iter(value.values())))
+                continue
+            for sub, sub_value in value.items():
+                sub = str(sub)
+                sub = sub[sub.index(":") + 1:] if ":" in sub else sub
+                flat[f"{key}_{sub}"] = float(sub_value)
+        else:
+            flat[str(key)] = float(value)
+    return flat
+
+
+class EpochRecord:
+    """What is known about one epoch: its learning rate and the scores measured after it."""
+
+    __slots__ = ("learning_rate", "scores")
+
+    def __init__(self, learning_rate: float, scores: Optional[Dict[str, float]] = None):
+        self.learning_rate = float(learning_rate)
+        self.scores: Dict[str, float] = dict(scores or {})
+
+    def __eq__(self, other: object) -> bool:
+        return (isinstance(other, EpochRecord) and self.learning_rate == other.learning_rate
+                and self.scores == other.scores)
+
+    def __repr__(self) -> str:
+        return f"EpochRecord(learning_rate={self.learning_rate!r}, scores={self.scores!r})"
+
+
+class LearningRateControl:
+    """Chooses the learning rate per epoch from the scores of the epochs before.
+
+    Use: ``lr = control.learning_rate_for_epoch(epoch)`` before training an
+    epoch, and ``control.record(epoch, {"train_score_output": ..,
+    "dev_score_output": .., ...})`` after evaluating it. Both keep the history
+    file up to date when the control has a `filename`.
+    """
+
+    def __init__(
+        self,
+        kind: str = "constant",
+        learning_rate: float = 1.0,
+        *,
+        learning_rates: Any = None,
+        decay: Decay = 0.5,
+        relative_error_threshold: float = -0.01,
+        error_threshold: float = -0.01,
+        multi_num_epochs: int = 5,
+        multi_update_interval: Optional[int] = None,
+        min_learning_rate: float = 0.0,
+        error_measure: Any = None,
+        relative_error_relative_lr: bool = False,
+        relative_error_div_by_old: bool = False,
+        filename: Optional[str] = None,
+    ):
+        self.kind = _check_kind(kind)
+        self.default_learning_rate = _as_float("learning_rate", learning_rate, minimum=0.0)
+        self.decay = _check_decay(decay)
+        self.relative_error_threshold = _as_float("newbob_relative_error_threshold", relative_error_threshold)
+        self.error_threshold = _as_float("newbob_error_threshold", error_threshold)
+        self.multi_num_epochs = _as_int("newbob_multi_num_epochs", multi_num_epochs)
+        self.multi_update_interval = _as_int(
+            "newbob_multi_update_interval",
+            self.multi_num_epochs if multi_update_interval is None else multi_update_interval)
+        self.min_learning_rate = _as_float("min_learning_rate", min_learning_rate, minimum=0.0)
+        self.error_measure = _check_error_measure(error_measure)
+        self.relative_error_relative_lr = bool(relative_error_relative_lr)
+        self.relative_error_div_by_old = bool(relative_error_div_by_old)
+        self.filename = filename
+        self.epochs: Dict[int, EpochRecord] = {}
+        if filename and os.path.exists(filename):
+            self.load(filename)
+        # Explicit rates apply where the history has no rate yet (a loaded history wins).
+        for epoch, rate in _check_learning_rates(learning_rates).items():
+            self.epochs.setdefault(epoch, EpochRecord(rate))
+
+    # ----------------------------------------------------------------- config
+
+    @classmethod
+    def from_config(cls, values: Mapping[str, Any], model: Optional[str] = None) -> "LearningRateControl":
+        """Builds the control from config settings; loads the history file if it exists.
+
+        `model` is the checkpoint prefix (config key ``model``); the history is
+        kept in ``learning_rate_file`` if set, else in ``<model>.learning_rates.json``,
+        else (no model) not at all.
+        """
+        if model is None:
+            model = values.get("model")
+        filename = values.get("learning_rate_file")
+        if filename is not None and not isinstance(filename, str):
+            raise _key_error("learning_rate_file", f"expected a file name, got {filename!r}")
+        if filename is None and model:
+            filename = f"{model}.learning_rates.json"
+        num_epochs = values.get("newbob_multi_num_epochs", 5)
+        return cls(
+            kind=values.get("learning_rate_control", "constant"),
+            learning_rate=values.get("learning_rate", 1.0),
+            learning_rates=values.get("learning_rates"),
+            decay=values.get("newbob_learning_rate_decay", 0.5),
+            relative_error_threshold=values.get("newbob_relative_error_threshold", -0.01),
+            error_threshold=values.get("newbob_error_threshold", -0.01),
+            multi_num_epochs=num_epochs,
+            multi_update_interval=values.get("newbob_multi_update_interval", num_epochs),
+            min_learning_rate=values.get("min_learning_rate", 0.0),
+            error_measure=values.get("learning_rate_control_error_measure"),
+            relative_error_relative_lr=values.get("learning_rate_control_relative_error_relative_lr", False),
+            relative_error_div_by_old=values.get("newbob_relative_error_div_by_old", False),
+            filename=filename,
+        )
+
+    # --------------------------------------------------------------- schedule
+
+    def learning_rate_for_epoch(self, epoch: int) -> float:
+        """The rate epoch `epoch` (1-based) trains with; chosen once, then remembered."""
+        if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 1:
+            raise ValueError(f"epochs count from 1, got {epoch!r}")
+        record = self.epochs.get(epoch)
+        if record is None:
+            record = self.epochs[epoch] = EpochRecord(self._new_learning_rate(epoch))
+            self.save()
+        return record.learning_rate
+
+    def record(self, epoch: int, scores: Mapping[str, Any]) -> None:
+        """Stores the scores measured after training `epoch` (and saves the history)."""
+        scores = _flatten_scores(scores)
+        if self.error_measure is not None and scores and self._measure_key(scores) is None:
+            wanted = self.error_measure[0]
+            near = closest_match(wanted, scores)
+            raise _key_error(
+                "learning_rate_control_error_measure",
+                f"score {wanted!r} is not among the scores of epoch {epoch} ({', '.join(sorted(scores))})",
+                suggestion=f"did you mean {near!r}?" if near else "set it to one of these score names")
+        if epoch not in self.epochs:
+            self.learning_rate_for_epoch(epoch)
+        self.epochs[epoch].scores.update(scores)
+        self.save()
+
+    def forget_after(self, epoch: int) -> None:
+        """Drops what is recorded for epochs after `epoch` (when training restarts from there)."""
+        for e in [e for e in self.epochs if e > epoch]:
+            del self.epochs[e]
+        self.save()
+
+    def history(self) -> Dict[int, Tuple[float, Dict[str, float]]]:
+        """epoch -> (learning rate, scores), in epoch order."""
+        return {e: (r.learning_rate, dict(r.scores)) for e, r in sorted(self.epochs.items())}
+
+    def error_key(self, scores: Mapping[str, float]) -> Optional[str]:
+        """Which of `scores` decides about the learning rate."""
+        if not scores:
+            return None
+        key = self._measure_key(scores) if self.error_measure is not None else None
+        if key is not None:
+            return key
+        for key in ("dev_score", "dev_score_output"):
+            if key in scores:
+                return key
+        for prefix in ("dev_score_", "dev_"):
+            for key in scores:
+                if key.startswith(prefix):
+                    return key
+        for key in ("train_score", "train_score_output"):
+            if key in scores:
+                return key
+        for key in scores:
+            if key.startswith("train_score_"):
+                return key
+        return next(iter(scores))
+
+    def _measure_key(self, scores: Mapping[str, float]) -> Optional[str]:
+        for key in self.error_measure or ():
+            for candidate in (key, key + "_output"):
+                if candidate in scores:
+                    return candidate
+        return None
+
+    def _score(self, epoch: int) -> Tuple[Optional[str], Optional[float]]:
+        record = self.epochs.get(epoch)
+        if record is None or not record.scores:
+            return None, None
+        key = self.error_key(record.scores)
+        return key, record.scores[key]
+
+    def _previous_epochs(self, epoch: int, count: int) -> List[int]:
+        """The last `count` epochs before `epoch` that the history knows."""
+        return sorted(e for e in self.epochs if e < epoch)[-count:]
+
+    def _most_recent_learning_rate(self, epoch: int, include_current: bool = False) -> float:
+        for e in sorted(self.epochs, reverse=True):
+            if e < epoch or (include_current and e == epoch):
+                return self.epochs[e].learning_rate
+        return self.default_learning_rate
+
+    def relative_error(self, old_epoch: int, new_epoch: int) -> Optional[float]:
+        """Relative change of the decisive score from `old_epoch` to `new_epoch` (None if unknown)."""
+        old_key, old = self._score(old_epoch)
+        new_key, new = self._score(new_epoch)
+        if old is None or new is None or old_key != new_key:
+            return None
+        denominator = abs(old) if self.relative_error_div_by_old else abs(new)
+        if denominator == 0.0:
+            # RETURNN divides by zero here; a score of exactly 0 that did not change is no change.
+            return 0.0 if new == old else math.copysign(math.inf, new - old)
+        relative = (new - old) / denominator
+        if self.relative_error_relative_lr:
+            rate = self._most_recent_learning_rate(new_epoch, include_current=True)
+            if rate > 0 and self.default_learning_rate > 0:
+                relative /= rate / self.default_learning_rate
+        return relative
+
+    def _decayed(self, rate: float) -> float:
+        rate = float(self.decay(rate)) if callable(self.decay) else rate * self.decay
+        return max(rate, self.min_learning_rate)
+
+    def _new_learning_rate(self, epoch: int) -> float:
+        if self.kind == "newbob_multi_epoch":
+            return self._new_learning_rate_multi_epoch(epoch)
+        previous = self._previous_epochs(epoch, 2)
+        if not previous:
+            return self.default_learning_rate
+        rate = self.epochs[previous[-1]].learning_rate
+        if self.kind == "constant" or len(previous) < 2:
+            return rate
+        old_epoch, new_epoch = previous
+        if self.kind == "newbob_abs":
+            old_key, old = self._score(old_epoch)
+            new_key, new = self._score(new_epoch)
+            if old is None or new is None or old_key != new_key:
+                return rate
+            return self._decayed(rate) if new - old > self.error_threshold else rate
+        relative = self.relative_error(old_epoch, new_epoch)
+        if relative is None:
+            return rate
+        return self._decayed(rate) if relative > self.relative_error_threshold else rate
+
+    def _new_learning_rate_multi_epoch(self, epoch: int) -> float:
+        rate = self._most_recent_learning_rate(epoch)
+        if self.multi_update_interval > 1 and epoch % self.multi_update_interval != 1:
+            return rate
+        previous = self._previous_epochs(epoch, self.multi_num_epochs + 1)
+        if len(previous) < 2:
+            return rate
+        changes = [self.relative_error(a, b) for a, b in zip(previous, previous[1:])]
+        if any(c is None for c in changes):
+            return rate
+        mean = sum(changes) / len(changes)
+        return self._decayed(rate) if mean > self.relative_error_threshold else rate
+
+    # ---------------------------------------------------------------- history
+
+    def to_json(self) -> Dict[str, Any]:
+        return {
+            "format": FILE_FORMAT,
+            "version": FILE_VERSION,
+            "learning_rate_control": self.kind,
+            "epochs": {str(e): {"learning_rate": r.learning_rate, "scores": r.scores}
+                       for e, r in sorted(self.epochs.items())},
+        }
+
+    def save(self, path: Optional[str] = None) -> None:
+        """Writes the history (to `path`, default: the control's file; no file: nothing)."""
+        path = path or self.filename
+        if not path:
+            return
+        directory = os.path.dirname(os.path.abspath(path))
+        os.makedirs(directory, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=os.path.basename(path) + ".tmp-", dir=directory)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                json.dump(self.to_json(), f, indent=1)
+                f.write("\n")
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
+
+    def load(self, path: Optional[str] = None) -> None:
+        """Replaces the history by the one in `path` (default: the control's file)."""
+        path = path or self.filename
+        if not path:
+            raise ValueError("no learning-rate history file given")
+        self.epochs = read_history(path)
+
+
+def read_history(path: str) -> Dict[int, EpochRecord]:
+    """Reads a history file: netcompiler's JSON, or RETURNN's ``newbob.data`` literal."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except OSError as exc:
+        raise CheckpointError(f"learning-rate history file '{path}' cannot be read: {exc.strerror}") from None
+    try:
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError:  # not JSON: perhaps RETURNN's Python literal
+            return _history_from_returnn_literal(text)
+        return _history_from_json(data)
+    except (ValueError, TypeError, KeyError, SyntaxError) as exc:
+        raise CheckpointError(
+            f"learning-rate history file '{path}' is damaged or not a history file ({exc}); "
+            f"move it away to start the schedule anew") from None
+
+
+def _history_from_json(data: Any) -> Dict[int, EpochRecord]:
+    if not isinstance(data, dict) or data.get("format") != FILE_FORMAT:
+        raise ValueError("not a netcompiler learning-rate history")
+    if data.get("version") != FILE_VERSION:
+        raise ValueError(f"unsupported version {data.get('version')!r}")
+    epochs = {}
+    for epoch, entry in data["epochs"].items():
+        epochs[int(epoch)] = EpochRecord(float(entry["learning_rate"]),
+                                         {str(k): float(v) for k, v in entry.get("scores", {}).items()})
+    return epochs
+
+
+_LITERAL_NAMES = {"nan": math.nan, "inf": math.inf, "None": None, "True": True, "False": False}
+
+
+def _literal(node: ast.AST) -> Any:
+    """Evaluates the plain literals of a RETURNN history file (numbers, strings, dicts, nan, inf)."""
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.Name) and node.id in _LITERAL_NAMES:
+        return _LITERAL_NAMES[node.id]
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        value = _literal(node.operand)
+        return -value if isinstance(node.op, ast.USub) else value
+    if isinstance(node, ast.Dict):
+        return {_literal(k): _literal(v) for k, v in zip(node.keys, node.values)}
+    raise ValueError(f"unexpected expression at line {getattr(node, 'lineno', '?')}")
+
+
+def _history_from_returnn_literal(text: str) -> Dict[int, EpochRecord]:
+    tree = ast.parse(text, mode="eval").body
+    if not isinstance(tree, ast.Dict):
+        raise ValueError("expected a dict epoch -> EpochData(...)")
+    epochs = {}
+    for key, value in zip(tree.keys, tree.values):
+        epoch = _literal(key)
+        if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "EpochData"):
+            raise ValueError(f"entry for epoch {epoch!r} is not EpochData(...)")
+        fields = {kw.arg: _literal(kw.value) for kw in value.keywords}
+        rate = fields.get("learningRate", fields.get("learning_rate"))
+        error = fields.get("error") or {}
+        if isinstance(error, float):
+            error = {"old_format_score": error}
+        scores = {str(k): float(v) for k, v in error.items() if not str(k).startswith(":meta:")}
+        epochs[int(epoch)] = EpochRecord(float(rate), scores)
+    return epochs
+
+
+__all__ = ["KINDS", "EpochRecord", "LearningRateControl", "read_history"]

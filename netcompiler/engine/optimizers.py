@@ -1,0 +1,242 @@
+"""The optimizer and gradient clipping, from RETURNN's config keys.
+
+Optimizer, in the order RETURNN looks at the keys:
+
+* ``optimizer = {"class": NAME, ...options}`` (a plain ``"NAME"`` works too).
+  NAME is matched without regard to case, with or without RETURNN's/TF1's
+  ``Optimizer`` suffix: ``adam``, ``nadam``, ``adamw``, ``sgd`` (also
+  ``gradientdescent``), ``momentum``, ``rmsprop``, ``adagrad``, ``adadelta``.
+  Options take TF1's names (``beta1``, ``beta2``, ``use_nesterov``, RMSProp's
+  ``decay``) or Keras's (``beta_1``, ``beta_2``, ``nesterov``, ``rho``), plus
+  ``epsilon``, ``momentum``, ``weight_decay``, ``amsgrad``, ``centered`` where
+  the class has them, and ``learning_rate_multiplier``. ``learning_rate`` is
+  not an option here: it comes from the learning-rate control.
+* ``adam = True``, ``nadam = True``, ``adadelta = True``, ``adagrad = True``,
+  ``rmsprop = True`` (or a number: RMSProp's decay), else ``momentum = 0.9``
+  (SGD with momentum), else plain SGD.
+
+Where a class has an epsilon and none is given, RETURNN's default
+``optimizer_epsilon`` (1e-16) is used, not Keras's 1e-7.
+
+The learning rate is a variable of the optimizer: `set_learning_rate` changes
+it between epochs without retracing the train step.
+
+Gradient clipping (`clip_gradients`), applied in this order, like RETURNN:
+
+* ``gradient_clip = C``: each gradient entry clipped to [-C, C] (by value).
+* ``gradient_clip_norm = N``: each gradient tensor scaled to L2 norm <= N.
+* ``gradient_clip_global_norm = G``: all gradients scaled together so that
+  their joint L2 norm is <= G. As in RETURNN, the joint norm is the one of the
+  gradients as they came, before the clipping above.
+
+A value of 0 (or no key) switches a kind of clipping off.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
+
+from ..errors import InvalidOptionError, MissingOptionError, UnknownOptionError, closest_match
+from ..lazy_tf import tf
+
+DEFAULT_EPSILON = 1e-16  # RETURNN's `optimizer_epsilon` default
+
+# class name -> (Keras class name, {accepted option: Keras argument})
+_ADAM_OPTIONS = {"beta1": "beta_1", "beta_1": "beta_1", "beta2": "beta_2", "beta_2": "beta_2",
+                 "epsilon": "epsilon", "amsgrad": "amsgrad"}
+_CLASSES: Dict[str, Any] = {
+    "adam": ("Adam", dict(_ADAM_OPTIONS, weight_decay="weight_decay")),
+    "nadam": ("Nadam", {k: v for k, v in _ADAM_OPTIONS.items() if k != "amsgrad"}),
+    "adamw": ("AdamW", dict(_ADAM_OPTIONS, weight_decay="weight_decay")),
+    "sgd": ("SGD", {"momentum": "momentum", "use_nesterov": "nesterov", "nesterov": "nesterov"}),
+    "momentum": ("SGD", {"momentum": "momentum", "use_nesterov": "nesterov", "nesterov": "nesterov"}),
+    "rmsprop": ("RMSprop", {"decay": "rho", "rho": "rho", "momentum": "momentum", "epsilon": "epsilon",
+                            "centered": "centered"}),
+    "adagrad": ("Adagrad", {"initial_accumulator_value": "initial_accumulator_value", "epsilon": "epsilon"}),
+    "adadelta": ("Adadelta", {"rho": "rho", "epsilon": "epsilon"}),
+}
+_ALIASES = {"gradientdescent": "sgd"}
+OPTIMIZER_CLASSES = tuple(_CLASSES)
+_COMMON_OPTIONS = ("class", "learning_rate_multiplier")
+
+_LR_MULTIPLIER_ATTR = "_netcompiler_learning_rate_multiplier"
+
+
+def _get(config: Any, key: str, default: Any = None) -> Any:
+    """Works with a `Config`, a dict of config values, or any mapping."""
+    return config.get(key, default) if hasattr(config, "get") else default
+
+
+def _number(subject: str, value: Any, *, option: Optional[str] = None, positive: bool = False) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0 or (positive and value == 0):
+        wanted = "a number > 0" if positive else "a number >= 0"
+        raise InvalidOptionError(f"expected {wanted}, got {value!r}", subject=subject, option=option)
+    return float(value)
+
+
+def _class_key(name: Any) -> str:
+    subject = "config key 'optimizer'"
+    if not isinstance(name, str):
+        raise InvalidOptionError(f"'class' must be an optimizer name such as 'adam', got {name!r}", subject=subject)
+    key = name.lower()
+    if key.endswith("optimizer") and key != "optimizer":
+        key = key[:-len("optimizer")]
+    key = _ALIASES.get(key, key)
+    if key not in _CLASSES:
+        near = closest_match(key, list(_CLASSES) + list(_ALIASES))
+        choices = ", ".join(repr(c) for c in OPTIMIZER_CLASSES)
+        raise InvalidOptionError(f"unknown optimizer class {name!r} (known: {choices})", subject=subject,
+                                 option="class", suggestion=f"did you mean {near!r}?" if near else None)
+    return key
+
+
+def optimizer_spec(config: Any) -> Dict[str, Any]:
+    """The optimizer the config asks for, as {"class": key, ...RETURNN-named options}."""
+    opts = _get(config, "optimizer")
+    if opts is not None:
+        if isinstance(opts, str):
+            opts = {"class": opts}
+        if not isinstance(opts, Mapping):
+            raise InvalidOptionError(f"expected a dict such as {{'class': 'adam'}}, got {opts!r}",
+                                     subject="config key 'optimizer'")
+        if "class" not in opts:
+            raise MissingOptionError("the dict has no 'class'", subject="config key 'optimizer'", option="class",
+                                     suggestion="write optimizer = {'class': 'adam', ...}")
+        spec = dict(opts)
+        spec["class"] = _class_key(opts["class"])
+        return spec
+    momentum = _get(config, "momentum", 0.0)
+    if _get(config, "adam", False):
+        return {"class": "adam"}
+    if _get(config, "nadam", False):
+        return {"class": "nadam"}
+    if _get(config, "adadelta", False):
+        return {"class": "adadelta"}
+    if _get(config, "adagrad", False):
+        return {"class": "adagrad"}
+    rmsprop = _get(config, "rmsprop", False)
+    if rmsprop:
+        spec = {"class": "rmsprop", "momentum": momentum or 0.0}
+        if isinstance(rmsprop, float):
+            spec["decay"] = rmsprop
+        return spec
+    if momentum:
+        return {"class": "momentum", "momentum": momentum}
+    return {"class": "sgd"}
+
+
+def make_optimizer(config: Any, learning_rate: Optional[float] = None):
+    """A Keras optimizer (``tf.keras.optimizers.Optimizer``) as the config describes.
+
+    `learning_rate` is the initial rate (default: config ``learning_rate``, else 1.0,
+    as in RETURNN); the trainer sets the rate of each epoch with `set_learning_rate`.
+    """
+    spec = optimizer_spec(config)
+    key = spec.pop("class")
+    keras_name, accepted = _CLASSES[key]
+    subject = "config key 'optimizer'"
+    if "learning_rate" in spec:
+        raise InvalidOptionError("'learning_rate' cannot be set here", subject=subject, option="learning_rate",
+                                 suggestion="set the config key learning_rate (and learning_rate_control) instead")
+    multiplier = _number(subject, spec.pop("learning_rate_multiplier", 1.0), option="learning_rate_multiplier",
+                         positive=True)
+    kwargs: Dict[str, Any] = {}
+    for option, value in spec.items():
+        if option not in accepted:
+            near = closest_match(option, list(accepted) + list(_COMMON_OPTIONS))
+            raise UnknownOptionError(
+                f"option {option!r} unknown for optimizer class {key!r} "
+                f"(known: {', '.join(sorted(set(accepted) | set(_COMMON_OPTIONS)))})",
+                subject=subject, option=option, suggestion=f"did you mean {near!r}?" if near else None)
+        target = accepted[option]
+        if target in kwargs:
+            raise InvalidOptionError(f"option {option!r} is given twice (also under another name)",
+                                     subject=subject, option=option)
+        if target in ("amsgrad", "centered", "nesterov"):
+            if not isinstance(value, bool):
+                raise InvalidOptionError(f"expected True or False, got {value!r}", subject=subject, option=option)
+        else:
+            value = _number(subject, value, option=option)
+        kwargs[target] = value
+    if key == "momentum" and "momentum" not in kwargs:
+        momentum = _get(config, "momentum", 0.0)
+        if not momentum:
+            raise MissingOptionError("class 'momentum' needs a 'momentum' value", subject=subject,
+                                     option="momentum", suggestion="write optimizer = {'class': 'momentum', "
+                                                                   "'momentum': 0.9}")
+        kwargs["momentum"] = _number(subject, momentum, option="momentum")
+    if "epsilon" in accepted.values() and "epsilon" not in kwargs:
+        kwargs["epsilon"] = _number("config key 'optimizer_epsilon'",
+                                    _get(config, "optimizer_epsilon", DEFAULT_EPSILON))
+    if learning_rate is None:
+        learning_rate = _get(config, "learning_rate", 1.0)
+    learning_rate = _number("config key 'learning_rate'", learning_rate)
+    optimizer = getattr(tf.keras.optimizers, keras_name)(learning_rate=learning_rate * multiplier, **kwargs)
+    setattr(optimizer, _LR_MULTIPLIER_ATTR, multiplier)
+    return optimizer
+
+
+def set_learning_rate(optimizer, learning_rate: float) -> None:
+    """Sets the optimizer's rate (times its ``learning_rate_multiplier``); no retracing."""
+    multiplier = getattr(optimizer, _LR_MULTIPLIER_ATTR, 1.0)
+    optimizer.learning_rate.assign(float(learning_rate) * multiplier)
+
+
+def gradient_clipping(config: Any) -> Dict[str, float]:
+    """The clipping the config asks for: {"value": C, "norm": N, "global_norm": G}, zeros meaning off."""
+    result = {}
+    for name, key in (("value", "gradient_clip"), ("norm", "gradient_clip_norm"),
+                      ("global_norm", "gradient_clip_global_norm")):
+        value = _get(config, key, 0.0)
+        result[name] = _number(f"config key '{key}'", 0.0 if value is None else value)
+    return result
+
+
+def clip_gradients(grads: Sequence[Any], config: Any) -> List[Any]:
+    """The gradients clipped as the config says (see the module doc); None entries stay None.
+
+    Works eagerly and inside ``tf.function``; handles ``tf.IndexedSlices``.
+    `config` may also be the dict `gradient_clipping` returns.
+    """
+    if isinstance(config, Mapping) and set(config) == {"value", "norm", "global_norm"}:
+        clip = config
+    else:
+        clip = gradient_clipping(config)
+    grads = list(grads)
+    if not any(clip.values()):
+        return grads
+    present = [g for g in grads if g is not None]
+    global_norm = tf.linalg.global_norm(present) if clip["global_norm"] and present else None
+    result = []
+    for grad in grads:
+        if grad is None:
+            result.append(None)
+            continue
+        if clip["value"]:
+            if isinstance(grad, tf.IndexedSlices):
+                grad = tf.IndexedSlices(tf.clip_by_value(grad.values, -clip["value"], clip["value"]),
+                                        grad.indices, grad.dense_shape)
+            else:
+                grad = tf.clip_by_value(grad, -clip["value"], clip["value"])
+        if clip["norm"]:
+            grad = tf.clip_by_norm(grad, clip["norm"])
+        result.append(grad)
+    if global_norm is not None:
+        present_index = [i for i, g in enumerate(result) if g is not None]
+        clipped, _ = tf.clip_by_global_norm([result[i] for i in present_index], clip["global_norm"],
+                                            use_norm=global_norm)
+        for i, g in zip(present_index, clipped):
+            result[i] = g
+    return result
+
+
+def clip_gradients_fn(config: Any) -> Optional[Callable[[Sequence[Any]], List[Any]]]:
+    """`grads -> clipped grads` for the config (checked now), or None when it asks for no clipping."""
+    clip = gradient_clipping(config)
+    if not any(clip.values()):
+        return None
+    return lambda grads: clip_gradients(grads, clip)
+
+
+__all__ = ["OPTIMIZER_CLASSES", "clip_gradients", "clip_gradients_fn", "gradient_clipping", "make_optimizer",
+           "optimizer_spec", "set_learning_rate"]
