@@ -6,7 +6,7 @@ from netcompiler.errors import DimMismatchError
 from netcompiler.layer_base import NONE_TYPE, LayerBase, Option
 from netcompiler.tensor import FEATURE, Data, Dim, pad_dim, resolve_axes, resolve_dim
 
-from .shape import batch_first, copy_keeping_roles, moved, replaced, size_text
+from .shape import axis_lengths, axis_slice, batch_first, moved, replaced, size_text, transpose_dims
 
 
 class _NotSpecified:
@@ -29,7 +29,8 @@ def _same_size(a: Dim, b: Dim) -> bool:
 
 
 class ReinterpretDataLayer(LayerBase):
-    """Its input, relabelled: the tensor is not transposed or changed (except by `enforce_*_major`).
+    """Its input, relabelled: the tensor is not transposed or changed (except by `enforce_*_major`, and the
+    cut of `size_base` below).
 
     Options, applied in this order:
     `enforce_batch_major` (False) / `enforce_time_major` (False): transpose to [B, ...] / [T, B, ...];
@@ -45,6 +46,9 @@ class ReinterpretDataLayer(LayerBase):
     `set_sparse_dim` (NotSpecified): the number of classes (int, new Dim `<layer>:sparse`) or a Dim;
     None means not sparse;
     `increase_sparse_dim` (None): adds this many classes (the derived Dim `pad_dim(sparse, 0, n)`).
+    Emission: the input, transposed as `enforce_*` says; with `size_base`, the time axis is cut to the length of
+    the base's time axis (frames beyond it are padding of every sequence), so that both tensors line up.
+    A new dynamic Dim from `set_dim_tags` gets the sizes of the Dim it replaces in the run's size table.
     """
 
     layer_class = "reinterpret_data"
@@ -61,7 +65,9 @@ class ReinterpretDataLayer(LayerBase):
     }
 
     def make_output(self):
-        x = copy_keeping_roles(self.input_data, name=self.name)
+        x = self.input_data.copy(name=self.name)
+        self.renamed_dims = []  # (old, new) pairs of set_dim_tags
+        self.size_base_axis = None  # the axis whose Dim size_base replaced
         for step in (self._enforce_layout, self._switch_axes, self._size_base, self._set_axes,
                      self._set_dim_tags, self._sparsity):
             x = step(x)
@@ -71,6 +77,10 @@ class ReinterpretDataLayer(LayerBase):
         if self.opts["enforce_batch_major"] and self.opts["enforce_time_major"]:
             raise self.error("'enforce_batch_major' and 'enforce_time_major' cannot both be True",
                              option="enforce_time_major")
+        self.layout = self._enforced_layout(x)
+        return self.layout
+
+    def _enforced_layout(self, x: Data) -> Data:
         if self.opts["enforce_batch_major"]:
             return batch_first(x)
         if not self.opts["enforce_time_major"]:
@@ -95,7 +105,7 @@ class ReinterpretDataLayer(LayerBase):
                              kind=DimMismatchError)
         dims = list(x.dims)
         dims[axes[0]], dims[axes[1]] = second, first
-        return copy_keeping_roles(x, dims=dims)
+        return x.copy(dims=dims)
 
     def _size_base(self, x: Data) -> Data:
         base = self.opts["size_base"]
@@ -110,6 +120,7 @@ class ReinterpretDataLayer(LayerBase):
         if x.has_dim(new) or (new.size is not None and x.time_dim.size is not None and new.size != x.time_dim.size):
             raise self.error(f"'size_base': the time axis of '{base.name}' {base.output.describe()} cannot replace "
                              f"the time axis of the input {x.describe()}", option="size_base", kind=DimMismatchError)
+        self.size_base_axis = x.time_dim_axis
         return replaced(x, x.time_dim, new, x.name)
 
     def _set_axes(self, x: Data) -> Data:
@@ -131,7 +142,7 @@ class ReinterpretDataLayer(LayerBase):
                                  option="set_axes")
             if role != "batch":
                 roles[role] = dim
-        return copy_keeping_roles(x, **roles)
+        return x.copy(**roles)
 
     def _set_dim_tags(self, x: Data) -> Data:
         given = self.opts["set_dim_tags"]
@@ -146,6 +157,7 @@ class ReinterpretDataLayer(LayerBase):
                                  f"{x.dim_label(old)} ({size_text(old)}) in {x.describe()}", option="set_dim_tags",
                                  kind=DimMismatchError)
             x = replaced(x, old, new, x.name)
+            self.renamed_dims.append((old, new))
         return x
 
     def _sparsity(self, x: Data) -> Data:
@@ -190,3 +202,14 @@ class ReinterpretDataLayer(LayerBase):
         if given < 1:
             raise self.error(f"'set_sparse_dim' is {given}; it needs at least 1 class", option="set_sparse_dim")
         return Dim(given, FEATURE, f"{self.name}:sparse")
+
+    def emit(self, ctx):
+        x = transpose_dims(ctx.input(self), self.input_data.dims, self.layout.dims)
+        for old, new in self.renamed_dims:
+            if new.is_dynamic and new.derivation is None:
+                ctx.set_size(new, ctx.size(old))
+        if self.size_base_axis is None:
+            return x
+        base = self.opts["size_base"]
+        base_length = axis_lengths(ctx.value(base))[base.output.time_dim_axis]  # also makes its sizes known
+        return axis_slice(x, self.size_base_axis, 0, base_length)

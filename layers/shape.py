@@ -1,9 +1,12 @@
 """Layers that change the shape or the axis order, not the values: merge_dims, split_dims, expand_dims,
 squeeze, transpose, swap_axes."""
 
-from typing import List, Sequence
+from functools import reduce
+from operator import mul
+from typing import Any, List, Sequence
 
 from netcompiler.layer_base import NONE_TYPE, NUMBER, LayerBase, Option
+from netcompiler.lazy_tf import tf
 from netcompiler.tensor import (
     FEATURE, SPATIAL, Data, Dim, merge_dims, resolve_axes, resolve_axis, split_dim,
 )
@@ -13,26 +16,15 @@ AXES_TYPES = (str, int, Dim, list, tuple)
 
 
 # --- helpers shared by the layers of this family ------------------------------------------------------------
-def copy_keeping_roles(data: Data, **changes) -> Data:
-    """`data.copy(**changes)`, except that an unset time/feature role stays unset (`Data.copy` would choose a
-    default again); a role whose dim is gone is chosen afresh."""
-    dims = changes.get("dims", data.dims)
-    for role in ("time_dim", "feature_dim"):
-        current = getattr(data, role)
-        if role not in changes and (current is None or current in dims):
-            changes[role] = current
-    return data.copy(**changes)
-
-
 def permuted(data: Data, order: Sequence[int], name: str) -> Data:
     """`data` with its axes reordered: output axis i is input axis order[i]; roles follow their dims."""
-    return copy_keeping_roles(data, dims=[data.dims[i] for i in order], name=name)
+    return data.copy(dims=[data.dims[i] for i in order], name=name)
 
 
 def moved(data: Data, dim: Dim, position: int, name: str) -> Data:
     """`data` with the axis of `dim` moved to `position` (the others keep their order)."""
     rest = [d for d in data.dims if d != dim]
-    return copy_keeping_roles(data, dims=rest[:position] + [dim] + rest[position:], name=name)
+    return data.copy(dims=rest[:position] + [dim] + rest[position:], name=name)
 
 
 def batch_first(data: Data) -> Data:
@@ -58,7 +50,53 @@ def size_text(dim: Dim) -> str:
     return "dynamic" if dim.size is None else f"size {dim.size}"
 
 
+# --- emission helpers shared by the layers of this family ---------------------------------------------------
+def transpose_dims(x, have: Sequence[Dim], want: Sequence[Dim]):
+    """`x` (axes carrying `have`) with its axes reordered to `want` (the same dims)."""
+    have, want = list(have), list(want)
+    return x if have == want else tf.transpose(x, [have.index(d) for d in want])
+
+
+def relayout(x, have: Sequence[Dim], want: Sequence[Dim]):
+    """`x` (axes carrying `have`) laid out as `want`: axes only in `have` (size 1) are squeezed away, axes only
+    in `want` (static) are added, their values repeated (tf.tile), the others are transposed."""
+    gone = [i for i, d in enumerate(have) if d not in want]
+    if gone:
+        x = tf.squeeze(x, gone)
+    kept = [d for d in have if d in want]
+    x = transpose_dims(x, kept, [d for d in want if d in kept])
+    added = [i for i, d in enumerate(want) if d not in kept]
+    for i in added:
+        x = tf.expand_dims(x, i)
+    multiples = [want[i].size if i in added else 1 for i in range(len(want))]
+    return tf.tile(x, multiples) if any(m != 1 for m in multiples) else x
+
+
+def axis_lengths(x) -> List[Any]:
+    """The lengths of the axes of `x`: Python ints where static, scalar int32 tensors where not."""
+    dynamic = tf.shape(x)
+    return [n if n is not None else dynamic[i] for i, n in enumerate(x.shape.as_list())]
+
+
+def product(values: Sequence[Any]):
+    """The product of ints and/or scalar tensors (1 for none)."""
+    return reduce(mul, values, 1)
+
+
+def axis_slice(x, axis: int, start: Any, stop: Any):
+    """`x[..., start:stop, ...]` on `axis`."""
+    return x[(slice(None),) * axis + (slice(start, stop),)]
+
+
 # --- layers -----------------------------------------------------------------------------------------------
+class RelayoutLayer(LayerBase):
+    """Base of the layers whose output holds the input's values with axes only reordered, added (values
+    repeated) or removed (size 1): the emission is `relayout` from the input's dims to the output's."""
+
+    def emit(self, ctx):
+        return relayout(ctx.input(self), self.input_data.dims, self.output.dims)
+
+
 class MergeDimsLayer(LayerBase):
     """Flattens several axes into one: [B,T,H,F] with axes="except_time" gives [B,T,H*F].
 
@@ -67,9 +105,12 @@ class MergeDimsLayer(LayerBase):
     The merged axis sits where the feature axis was if that is merged, else where the time axis was if
     that is merged, else at the first merged axis; it takes over the feature/time roles of the axes it
     merges. Its Dim is the derived `merge_dims(...)`, so merging a dynamic axis gives a dynamic Dim whose
-    sizes are the product of the parts' sizes (the valid frames form a prefix only when the dynamic axis
-    is the outermost merged one). One or no axis: the input unchanged. The batch axis cannot be merged
-    (not supported by netcompiler yet).
+    sizes are the product of the parts' sizes. The valid frames of the merged axis are its first
+    (product of sizes) frames, in the order flattening each sequence alone gives: when the dynamic axis is
+    the outermost merged one, the flat tf.reshape already puts them there; otherwise (a dynamic axis inside
+    another merged axis, e.g. keep_order [F, T]) a reshape would interleave padding with valid frames, so the
+    valid frames are moved to the front (a stable gather per sequence; this needs a batch axis).
+    One or no axis: the input unchanged. The batch axis cannot be merged (not supported by netcompiler yet).
     """
 
     layer_class = "merge_dims"
@@ -83,14 +124,19 @@ class MergeDimsLayer(LayerBase):
         axes = resolve_axes(x, self.opts["axes"], layer=self.name, option="axes")
         if not self.opts["keep_order"]:
             axes = sorted(axes)
+        self.merged_parts = [x.dims[a] for a in axes]
         if len(axes) <= 1:
-            return copy_keeping_roles(x, name=self.name)
-        parts = [x.dims[a] for a in axes]
+            return x.copy(name=self.name)
+        parts = self.merged_parts
         if any(d.is_batch for d in parts):
             raise self.error(f"'axes' names the batch axis of {x.describe()}: merging it is not supported by "
                              f"netcompiler yet",
                              option="axes", suggestion="leave 'B' out of 'axes'")
         merged = merge_dims(parts)
+        if self._needs_compaction() and not x.has_batch:
+            raise self.error(f"'axes': merging the dynamic axis into an outer one of {x.describe()} needs a batch "
+                             f"axis (to move each sequence's valid frames to the front)", option="axes",
+                             suggestion="put the dynamic axis first and set 'keep_order': True")
         target = self._target_axis(x, axes)
         rest = [d for i, d in enumerate(x.dims) if i not in axes]
         position = sum(1 for i in range(target) if i not in axes)
@@ -105,6 +151,44 @@ class MergeDimsLayer(LayerBase):
                 return role_axis
         return min(axes)
 
+    def _needs_compaction(self) -> bool:
+        """Whether a plain reshape leaves padding between valid frames: a dynamic part that is not the outermost."""
+        dynamic = [i for i, d in enumerate(self.merged_parts) if d.is_dynamic]
+        return bool(dynamic) and dynamic != [0]
+
+    def emit(self, ctx):
+        x = ctx.input(self)
+        parts, out = self.merged_parts, self.output
+        if len(parts) <= 1:
+            return x
+        merged = merge_dims(parts)
+        position = out.axis_of(merged)
+        rest = [d for d in out.dims if d != merged]
+        x = transpose_dims(x, self.input_data.dims, rest[:position] + parts + rest[position:])
+        lengths = axis_lengths(x)
+        part_lengths = lengths[position:position + len(parts)]
+        y = tf.reshape(x, lengths[:position] + [product(part_lengths)] + lengths[position + len(parts):])
+        return self._compacted(ctx, y, part_lengths) if self._needs_compaction() else y
+
+    def _compacted(self, ctx, y, part_lengths: List[Any]):
+        """`y` (laid out as the output) with each sequence's valid merged frames moved to the front, in order."""
+        out, parts = self.output, self.merged_parts
+        batch, merged = out.dims[out.batch_dim_axis], merge_dims(parts)
+        valid = tf.ones([1] * (len(parts) + 1), tf.bool)
+        for i, dim in enumerate(parts):
+            if dim.is_dynamic:
+                mask = tf.sequence_mask(ctx.size(dim), maxlen=part_lengths[i])  # [B, len_i]
+                shape = [-1] + [part_lengths[i] if j == i else 1 for j in range(len(parts))]
+                valid = tf.logical_and(valid, tf.reshape(mask, shape))
+        total = product(part_lengths)
+        batch_size = tf.shape(y)[out.batch_dim_axis]
+        valid = tf.reshape(tf.broadcast_to(valid, [batch_size] + part_lengths), [batch_size, total])
+        positions = tf.range(total)
+        order = tf.argsort(tf.where(valid, positions, positions + total), axis=1)  # valid frames first, in order
+        inner = [batch, merged] + [d for d in out.dims if d not in (batch, merged)]
+        gathered = tf.gather(transpose_dims(y, out.dims, inner), order, axis=1, batch_dims=1)
+        return transpose_dims(gathered, inner, out.dims)
+
 
 class SplitDimsLayer(LayerBase):
     """Splits one axis into several: [B,T,W*F] with axis="F", dims=(W,-1) gives [B,T,W,F].
@@ -116,6 +200,10 @@ class SplitDimsLayer(LayerBase):
     needs a -1 part. The other parts are new static Dims `<layer>:split<i>`. If the split axis is the
     feature axis, the last part becomes the feature axis; if it is the time axis, the -1 part (else the
     first part) becomes the time axis.
+    Emission: padding fills the padded frames of a dynamic axis with `pad_value` too (so that each sequence is
+    split as if alone: the -1 part has ceil(length / product) frames per sequence), then appends `pad_value`
+    frames up to a multiple; then a tf.reshape. Without padding, the axis must hold a multiple of the product
+    at run time (also a dynamic one: the reshape fails otherwise).
     """
 
     layer_class = "split_dims"
@@ -134,6 +222,7 @@ class SplitDimsLayer(LayerBase):
                              option="axis")
         sizes = self._checked_sizes()
         pad = old.is_dynamic if self.opts["pad_to_multiples"] is None else self.opts["pad_to_multiples"]
+        self.split_axis_dim, self.split_sizes, self.split_pad = old, sizes, pad
         parts = self._part_dims(old, sizes, pad)
         axis = x.axis_of(old)
         roles = {"time_dim": x.time_dim, "feature_dim": x.feature_dim}
@@ -171,8 +260,29 @@ class SplitDimsLayer(LayerBase):
                 Dim(s, FEATURE if old.is_feature and i == last else SPATIAL, f"{self.name}:split{i}")
                 for i, s in enumerate(sizes)]
 
+    def emit(self, ctx):
+        x = ctx.input(self)
+        axis = self.input_data.axis_of(self.split_axis_dim)
+        known = product([max(s, 1) for s in self.split_sizes])
+        if self.split_pad:
+            x = self._padded_to_multiple(ctx, x, axis, known)
+        lengths = axis_lengths(x)
+        parts = [lengths[axis] // known if s == -1 else s for s in self.split_sizes]
+        return tf.reshape(x, lengths[:axis] + parts + lengths[axis + 1:])
 
-class ExpandDimsLayer(LayerBase):
+    def _padded_to_multiple(self, ctx, x, axis: int, multiple: int):
+        """`x` with `pad_value` in the padded frames of the split axis (if dynamic) and appended up to a multiple."""
+        pad_value = self.opts["pad_value"]
+        if self.split_axis_dim.is_dynamic:
+            x = ctx.masked(self.input_data, x, self.split_axis_dim, pad_value)
+        missing = (-axis_lengths(x)[axis]) % multiple
+        if isinstance(missing, int) and missing == 0:
+            return x
+        paddings = [[0, missing] if a == axis else [0, 0] for a in range(x.shape.rank)]
+        return tf.pad(x, paddings, constant_values=tf.cast(pad_value, x.dtype))
+
+
+class ExpandDimsLayer(RelayoutLayer):
     """Adds a new axis of size `dim`.
 
     Options: `axis` (required): "F"/"feature" appends a new feature axis (dense input only);
@@ -199,15 +309,15 @@ class ExpandDimsLayer(LayerBase):
             x = batch_first(x)
             position = check_position(self, axis, x.batch_ndim + 1, "axis")
             new = Dim(size, SPATIAL, f"{self.name}:expand")
-            return moved(copy_keeping_roles(x, dims=x.dims + (new,), time_dim=x.time_dim or new), new, position,
-                         self.name)
+            grown = x.copy(dims=x.dims + (new,), time_dim=x.time_dim or new, feature_dim=x.feature_dim)
+            return moved(grown, new, position, self.name)
         word = axis.lower()
         if word in ("f", "feature"):
             if x.sparse:
                 raise self.error(f"'axis' is {axis!r}, but the input {x.describe()} is sparse and cannot get a "
                                  f"feature axis", option="axis")
             new = Dim(size, FEATURE, f"{self.name}:expand")
-            return copy_keeping_roles(x, dims=x.dims + (new,), name=self.name, feature_dim=new)
+            return x.copy(dims=x.dims + (new,), name=self.name, time_dim=x.time_dim, feature_dim=new)
         if word in ("t", "time", "spatial"):
             new = Dim(size, SPATIAL, f"{self.name}:expand")
             position = x.batch_ndim if x.feature_dim_axis is None else x.feature_dim_axis
@@ -216,7 +326,7 @@ class ExpandDimsLayer(LayerBase):
         raise self.error(f"'axis' is {axis!r}; expected 'F', 'T', 'spatial' or an int position", option="axis")
 
 
-class SqueezeLayer(LayerBase):
+class SqueezeLayer(RelayoutLayer):
     """Removes axes of size 1.
 
     Options: `axis` (required; any axis description, or "auto" for every axis of static size 1),
@@ -247,7 +357,8 @@ class SqueezeLayer(LayerBase):
                     else "it names no axis of size 1"
                 raise self.error(f"'axis' {desc!r}: cannot squeeze the input {x.describe()}: {what}", option="axis",
                                  suggestion="set 'allow_no_op': True to keep such axes")
-        return copy_keeping_roles(x, dims=[d for d in x.dims if d not in removed], name=self.name)
+        unset = {role: None for role in ("time_dim", "feature_dim") if getattr(x, role) is None}  # stay unset
+        return x.copy(dims=[d for d in x.dims if d not in removed], name=self.name, **unset)
 
     def _with_batch_axis(self, x: Data) -> Data:
         index = self.opts["enforce_batch_dim_axis"]
@@ -260,7 +371,7 @@ class SqueezeLayer(LayerBase):
         return moved(x, x.dims[x.batch_dim_axis], position, x.name)
 
 
-class TransposeLayer(LayerBase):
+class TransposeLayer(RelayoutLayer):
     """Reorders the axes; the values are the same, every axis keeps its Dim and role.
 
     Options: `perm` (required): dict target axis -> source axis, both axis descriptions of the input,
@@ -287,7 +398,7 @@ class TransposeLayer(LayerBase):
         return permuted(x, order, self.name)
 
 
-class SwapAxesLayer(LayerBase):
+class SwapAxesLayer(RelayoutLayer):
     """Swaps two axes; every axis keeps its Dim and role. Options: `axis1`, `axis2` (required; axis descriptions)."""
 
     layer_class = "swap_axes"

@@ -1,11 +1,11 @@
 """The split layer and its parts "<layer>/0", "<layer>/1", ..."""
 
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 from netcompiler.layer_base import COMMON_OPTIONS, NONE_TYPE, LayerBase, MissingOptionError, Option
 from netcompiler.tensor import Dim, resolve_dim
 
-from .shape import AXIS_TYPES, copy_keeping_roles, replaced, size_text
+from .shape import AXIS_TYPES, axis_slice, replaced, size_text
 
 
 class SplitLayer(LayerBase):
@@ -16,6 +16,7 @@ class SplitLayer(LayerBase):
     `size_splits` (None; a list of positive part sizes summing to the axis size) -- exactly one of the two.
     Parts of the same size share one Dim `<layer>:part<size>` (so that e.g. "split/0" and "split/1" of
     `num_splits: 2` can be combined elementwise); a single part keeps the input's Dim.
+    Emission: the layer emits its input once; each part is a static slice of it (what tf.split computes).
     """
 
     layer_class = "split"
@@ -42,7 +43,15 @@ class SplitLayer(LayerBase):
         else:
             shared = {s: Dim(s, self.split_dim.kind, f"{self.name}:part{s}") for s in sizes}
             self.part_dims = [shared[s] for s in sizes]
-        return copy_keeping_roles(x, name=self.name)
+        return x.copy(name=self.name)
+
+    def emit(self, ctx):
+        return ctx.input(self)
+
+    def part_range(self, index: int) -> Tuple[int, int]:
+        """Where part `index` starts and ends on the split axis."""
+        start = sum(d.size for d in self.part_dims[:index])
+        return start, start + self.part_dims[index].size
 
     def _part_sizes(self, dim: Dim) -> List[int]:
         num, sizes = self.opts["num_splits"], self.opts["size_splits"]
@@ -101,3 +110,8 @@ class SplitPartLayer(LayerBase):
     def make_output(self):
         parent = self.parent
         return replaced(parent.output, parent.split_dim, parent.part_dims[self.index], self.name)
+
+    def emit(self, ctx):
+        parent = self.parent
+        start, stop = parent.part_range(self.index)
+        return axis_slice(ctx.value(parent), parent.output.axis_of(parent.split_dim), start, stop)
