@@ -2,8 +2,19 @@
 
 from netcompiler.layer_base import NUMBER, LayerBase, Option
 from netcompiler.lazy_tf import tf
+from netcompiler.tensor import FLOAT_DTYPES
 
 from .activations import FEATURE_WISE, apply_activation, check_activation
+
+
+def activate(ctx, data, x, name):
+    """`x` (laid out as `data`) through the activation (chain) `name` (None: unchanged). Only a chain with a
+    function that normalises over the feature dim (softmax) runs with the feature axis moved last."""
+    if name is None:
+        return x
+    if set(name.split("+")) & FEATURE_WISE:
+        return ctx.apply_feature_wise(data, x, lambda t: apply_activation(name, t))
+    return apply_activation(name, x)
 
 
 class CopyLayer(LayerBase):
@@ -19,7 +30,12 @@ class CopyLayer(LayerBase):
 
 
 class DropoutLayer(CopyLayer):
-    """Like copy; exists so that configs can say "dropout" where they mean it. Option: `dropout` (rate)."""
+    """Like copy; exists so that configs can say "dropout" where they mean it. Option: `dropout` (rate).
+
+    In training (or with `dropout_on_forward`) each value is zeroed with probability `dropout` and the kept ones
+    are scaled by 1/(1 - rate) (`tf.nn.dropout`; `dropout_noise_shape` {axis: 1} shares the mask along an axis);
+    otherwise it is the identity.
+    """
 
     layer_class = "dropout"
 
@@ -27,7 +43,7 @@ class DropoutLayer(CopyLayer):
 class ScaledGradientLayer(LayerBase):
     """Identity forward; the gradient is multiplied by `scale` (0: no gradient, -1: gradient reversal).
 
-    Options: `scale` (float, required).
+    Options: `scale` (float, required). Non-float inputs pass unchanged (they have no gradient).
     """
 
     layer_class = "scaled_grad"
@@ -36,10 +52,16 @@ class ScaledGradientLayer(LayerBase):
     def emit(self, ctx):
         x = ctx.input(self)
         scale = float(self.opts["scale"])
+        if scale == 1 or self.input_data.dtype not in FLOAT_DTYPES:
+            return x
         if scale == 0:
             return tf.stop_gradient(x)
-        # x*scale + stop_gradient(x*(1-scale)) has the value x and the gradient scale.
-        return x * scale + tf.stop_gradient(x * (1.0 - scale))
+
+        @tf.custom_gradient
+        def scaled_gradient(t):  # the value unchanged (also inf), the gradient times scale
+            return tf.identity(t), lambda dy: dy * tf.cast(scale, dy.dtype)
+
+        return scaled_gradient(x)
 
 
 class ActivationLayer(LayerBase):
@@ -63,5 +85,4 @@ class ActivationLayer(LayerBase):
         return x.copy(name=self.name)
 
     def emit(self, ctx):
-        x = ctx.input(self)
-        return ctx.apply_feature_wise(self.output, x, lambda t: apply_activation(self.opts["activation"], t))
+        return activate(ctx, self.output, ctx.input(self), self.opts["activation"])

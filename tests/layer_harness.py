@@ -84,3 +84,72 @@ def layer_classes_in(net_dict: Dict[str, Any]) -> set:
 
 def template_of(layer) -> str:
     return f"{layer.output.describe()} {layer.output.dtype}"
+
+
+# --- emission -------------------------------------------------------------------------------------------
+BATCH_LENGTHS = (5, 3, 1)
+"""Ragged sequence lengths of the test batch: the longest first, one sequence of a single frame."""
+PADDING_VALUE = 50.0
+"""What padded frames of float inputs hold, so that a leak into valid frames shows."""
+
+
+def random_batch(network, seed: int = 0):
+    """Random inputs for every extern data key the network reads, laid out as its template, with ragged
+    lengths (BATCH_LENGTHS, rotated per dynamic dim) and garbage in the padded frames."""
+    import numpy as np
+
+    rng = np.random.RandomState(seed)
+    inputs, lengths = {}, {}
+    dim_lengths = {}
+    for layer in network.layers.values():
+        if layer.layer_class != "source":
+            continue
+        key = layer.opts["data_key"]
+        data = network.extern_data[key]
+        shape, masks = [], []
+        for dim in data.dims:
+            if dim.is_batch:
+                shape.append(len(BATCH_LENGTHS))
+            elif dim.is_dynamic:
+                if dim not in dim_lengths:
+                    shift = len(dim_lengths)
+                    dim_lengths[dim] = np.roll(np.array(BATCH_LENGTHS, dtype=np.int32), shift) + shift
+                shape.append(int(dim_lengths[dim].max()))
+            else:
+                shape.append(dim.size)
+        if data.sparse:
+            values = rng.randint(0, data.sparse_dim.size, size=shape).astype(data.dtype)
+        elif data.dtype == "bool":
+            values = rng.rand(*shape) > 0.5
+        elif data.dtype.startswith("int"):
+            values = rng.randint(-3, 4, size=shape).astype(data.dtype)
+        else:
+            values = rng.randn(*shape).astype(data.dtype)
+            for dim in data.dynamic_dims:
+                valid = valid_mask(data, dim, dim_lengths[dim], shape)
+                values = np.where(valid, values, np.asarray(PADDING_VALUE, dtype=data.dtype))
+        inputs[key] = values
+        if data.time_dim is not None and data.time_dim.is_dynamic:
+            lengths[key] = dim_lengths[data.time_dim]
+    return inputs, lengths
+
+
+def valid_mask(data, dim, sizes, shape):
+    """NumPy bool mask (broadcastable to `shape`, laid out as `data`): True on the valid frames of `dim`."""
+    import numpy as np
+
+    axis = data.axis_of(dim)
+    batch_axis = data.batch_dim_axis
+    positions = np.arange(shape[axis])
+    mask_shape = [1] * len(shape)
+    mask_shape[axis] = shape[axis]
+    if batch_axis is None:
+        return (positions < int(np.max(sizes))).reshape(mask_shape)
+    mask_shape[batch_axis] = shape[batch_axis]
+    pos = positions.reshape([-1 if a == axis else 1 for a in range(len(shape))])
+    lens = np.asarray(sizes).reshape([-1 if a == batch_axis else 1 for a in range(len(shape))])
+    return pos < lens
+
+
+def params_as_numpy(model):
+    return {name: var.numpy() for name, var in model.params.items()}

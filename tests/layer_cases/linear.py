@@ -1,7 +1,29 @@
 """Template cases for linear and softmax."""
 
+import numpy as np
+
 from layer_harness import ErrorCase, LayerCase
 from netcompiler.errors import InvalidOptionError, MissingOptionError, UnknownOptionError
+
+def _softmax(z):
+    e = np.exp(z - z.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def _two_sources(x, p):
+    a = x @ p["a/W"] + p["a/b"]
+    return np.concatenate([a, x], axis=-1) @ p["output/W"].T + p["output/b"]
+
+
+def _softmax(z):
+    e = np.exp(z - z.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def _two_sources(x, p):
+    a = x @ p["a/W"] + p["a/b"]
+    return np.concatenate([a, x], axis=-1) @ p["output/W"].T + p["output/b"]
+
 
 CASES = [
     LayerCase(
@@ -9,12 +31,14 @@ CASES = [
         {"output": {"class": "linear", "n_out": 5, "activation": "tanh", "from": "data"}},
         {"output": "[B, T|'time:data', F|'output:feature'(5)] float32"},
         params={"output": {"W": (6, 5), "b": (5,)}},
+        reference=lambda x, lengths, p: {"output": np.tanh(x["data"] @ p["output/W"] + p["output/b"])},
     ),
     LayerCase(
         "linear-sparse-embedding-no-bias",
         {"output": {"class": "linear", "n_out": 3, "with_bias": False, "from": "data:classes"}},
         {"output": "[B, T|'time:classes', F|'output:feature'(3)] float32"},
         params={"output": {"W": (4, 3)}},
+        reference=lambda x, lengths, p: {"output": p["output/W"][x["classes"]]},
     ),
     LayerCase(
         "linear-two-sources-concat",
@@ -22,12 +46,14 @@ CASES = [
          "output": {"class": "linear", "n_out": 7, "from": ["a", "data"], "use_transposed_weights": True}},
         {"output": "[B, T|'time:data', F|'output:feature'(7)] float32"},
         params={"output": {"W": (7, 8), "b": (7,)}},
+        reference=lambda x, lengths, p: {"output": _two_sources(x["data"], p)},
     ),
     LayerCase(
         "softmax-with-ce-loss",
         {"output": {"class": "softmax", "n_out": 4, "loss": "ce", "from": "data"}},
         {"output": "[B, T|'time:data', F|'output:feature'(4)] float32",
          "data:classes": "[B, T|'time:classes'] sparse 'classes:sparse'(4) int32"},
+        reference=lambda x, lengths, p: {"output": _softmax(x["data"] @ p["output/W"] + p["output/b"])},
     ),
 ]
 
