@@ -2,8 +2,11 @@
 
 from typing import Any, List, Sequence, Tuple
 
+import numpy as np
+
 from netcompiler.errors import closest_match
 from netcompiler.layer_base import NONE_TYPE, NUMBER, LayerBase, Option, ParamSpec
+from netcompiler.lazy_tf import tf
 from netcompiler.tensor import DTYPES, SPATIAL, Data, Dim, batch_dim
 
 INT_DTYPES = tuple(d for d in DTYPES if d.startswith(("int", "uint")))
@@ -41,6 +44,14 @@ def static_dims(layer: LayerBase, sizes: Sequence[Any], option: str) -> Tuple[Di
         raise layer.error(f"option '{option}' names the same dim twice: {[d.short_repr() for d in dims]}",
                           option=option)
     return tuple(dims)
+
+
+def tile_over_batch(layer: LayerBase, ctx, x):
+    """`x` with a new leading batch axis: `x` repeated batch-size times."""
+    if ctx.batch_size is None:
+        raise layer.error("the output has a batch axis, but the network reads no input that says the batch size",
+                          suggestion="let some layer of the network read the extern data")
+    return tf.tile(tf.expand_dims(x, 0), [ctx.batch_size] + [1] * x.shape.rank)
 
 
 def _array_shape(layer: LayerBase, value: Any) -> Tuple[Tuple[int, ...], List[Any]]:
@@ -92,7 +103,7 @@ class ConstantLayer(LayerBase):
 
     Options: `value` (0.0), `dtype` (None: bool for bools, int32 for ints (int64 if one does not fit),
     float32 otherwise; a NumPy array keeps its own dtype), `with_batch_dim` (False: adds a leading
-    batch axis, broadcast).
+    batch axis, the value repeated per sequence; the network must read some input that has the batch size).
     A list value gets static axes '<layer>:dim<i>', its last axis is the feature dim '<layer>:feature'.
     "from" is ignored (as in RETURNN).
     """
@@ -119,6 +130,12 @@ class ConstantLayer(LayerBase):
             dims = (batch_dim,) + dims
         return Data(self.name, dims, dtype)
 
+    def emit(self, ctx):
+        # via NumPy: it converts e.g. 3.0 to int32 and 0.1 to float64 exactly, where tf.constant would not
+        value = np.asarray(self.opts["value"]).astype(tf.as_dtype(self.output.dtype).as_numpy_dtype)
+        y = tf.constant(value)
+        return tile_over_batch(self, ctx, y) if self.opts["with_batch_dim"] else y
+
 
 class CastLayer(LayerBase):
     """Its input converted to `dtype`. Casting class indices (sparse) to a non-integer dtype drops the sparse dim.
@@ -135,9 +152,12 @@ class CastLayer(LayerBase):
         sparse_dim = x.sparse_dim if dtype in INT_DTYPES else None
         return x.copy(name=self.name, dtype=dtype, sparse_dim=sparse_dim)
 
+    def emit(self, ctx):
+        return tf.cast(ctx.input(self), self.output.dtype)
+
 
 class VariableLayer(LayerBase):
-    """A parameter of shape `shape`, output as it is (broadcast over batch/time if those axes are added).
+    """A parameter of shape `shape`, output as it is (repeated per sequence if the batch axis is added).
 
     Options: `shape` (list of ints or static Dims, required), `dtype` ("float32"), `add_batch_axis`
     (True), `add_time_axis` (False: a leading time axis '<layer>:time' of size 1, after the batch
@@ -170,3 +190,9 @@ class VariableLayer(LayerBase):
 
     def make_params(self):
         return {"param": ParamSpec(self.param_dims, self.opts["init"], self.opts["dtype"], self.opts["trainable"])}
+
+    def emit(self, ctx):
+        y = tf.convert_to_tensor(ctx.param(self, "param"))
+        if self.opts["add_time_axis"]:
+            y = tf.expand_dims(y, 0)
+        return tile_over_batch(self, ctx, y) if self.opts["add_batch_axis"] else y

@@ -3,6 +3,7 @@
 import math
 
 from netcompiler.layer_base import NONE_TYPE, NUMBER, LayerBase, Option
+from netcompiler.lazy_tf import tf
 from netcompiler.tensor import FEATURE, SPATIAL, Data, Dim, batch_dim, pad_dim, resolve_dim
 
 from .constant import INT_DTYPES, check_dtype
@@ -23,6 +24,12 @@ def _range_over(layer: LayerBase, dim: Dim) -> Data:
     """0, 1, ..., size-1 along `dim` (its only axis); sparse: class indices of `dim` itself."""
     sparse = layer.opts["sparse"]
     return Data(layer.name, (dim,), _int_dtype(layer, layer.opts["dtype"], sparse), sparse_dim=dim if sparse else None)
+
+
+def _arange(layer: LayerBase, limit, start=0, delta=1):
+    """tf.range in the layer's output dtype (computed in int64 or float64, then cast: tf.range knows few dtypes)."""
+    wide = tf.int64 if layer.output.dtype in INT_DTYPES else tf.float64
+    return tf.cast(tf.range(tf.cast(start, wide), tf.cast(limit, wide), tf.cast(delta, wide)), layer.output.dtype)
 
 
 def _reject_deprecated(layer: LayerBase, *names: str) -> None:
@@ -69,6 +76,10 @@ class LengthLayer(LayerBase):
         sparse_dim = pad_dim(self.length_of, 0, 1) if sparse else None
         return Data(self.name, dims, dtype, sparse_dim=sparse_dim, **roles)
 
+    def emit(self, ctx):
+        lengths = tf.cast(ctx.size(self.length_of), self.output.dtype)
+        return tf.expand_dims(lengths, -1) if self.opts["add_time_axis"] else lengths
+
 
 class RangeLayer(LayerBase):
     """`start, start + delta, ...` up to `limit` (exclusive), like Python's range but also for floats.
@@ -104,6 +115,9 @@ class RangeLayer(LayerBase):
         dim = Dim(max(math.ceil(steps), 0), SPATIAL, f"{self.name}:range")
         return Data(self.name, (dim,), dtype, sparse_dim=self._sparse_dim(dim, all_ints))
 
+    def emit(self, ctx):
+        return _arange(self, self.opts["limit"], self.opts["start"], self.opts["delta"])
+
     def _sparse_dim(self, dim: Dim, all_ints: bool):
         limit, start, delta = (self.opts[k] for k in ("limit", "start", "delta"))
         if not self.opts["sparse"]:
@@ -121,7 +135,8 @@ class RangeInAxisLayer(LayerBase):
 
     Options: `axis` (required), `dtype` ("int32"), `sparse` (False: class indices of that axis),
     `unbroadcast`, `keepdims` (False; deprecated in RETURNN, not supported). Unlike RETURNN's
-    (B=1, T, F=1) layout, the output is [T]: it broadcasts against the input by its Dim.
+    (B=1, T, F=1) layout, the output is [T]: it broadcasts against the input by its Dim. On a dynamic
+    axis the range covers the input's padded extent.
     """
 
     layer_class = "range_in_axis"
@@ -137,6 +152,11 @@ class RangeInAxisLayer(LayerBase):
         _reject_deprecated(self, "unbroadcast", "keepdims")
         return _range_over(self, resolve_dim(self.input_data, self.opts["axis"], layer=self.name, option="axis"))
 
+    def emit(self, ctx):
+        dim = self.output.dims[0]
+        size = dim.size if dim.size is not None else tf.shape(ctx.input(self))[self.input_data.axis_of(dim)]
+        return _arange(self, size)
+
 
 class RangeFromLengthLayer(LayerBase):
     """0, 1, ..., max(length)-1 over a dynamic axis whose sizes are the input's lengths (an int [B] input).
@@ -144,7 +164,7 @@ class RangeFromLengthLayer(LayerBase):
     If the input is a `length` layer, the output axis is the very axis it measured; otherwise a new
     dynamic dim '<layer>:range' with the input as its sizes. Options: `dtype` ("int32"), `sparse`
     (False: class indices of the output axis). The spec also names `axis`; RETURNN's layer takes
-    none, so netcompiler rejects it if set.
+    none, so netcompiler rejects it if set. The range runs to the largest length.
     """
 
     layer_class = "range_from_length"
@@ -162,6 +182,13 @@ class RangeFromLengthLayer(LayerBase):
             raise self.error(f"'from' must name exactly one input (the lengths), got {len(self.sources)}",
                              option="from")
         return _range_over(self, self._length_dim(self.sources[0]))
+
+    def emit(self, ctx):
+        lengths = tf.cast(ctx.value(self.sources[0]), tf.int32)
+        dim = self.output.dims[0]
+        if not isinstance(self.sources[0], LengthLayer):
+            ctx.set_size(dim, lengths)
+        return _arange(self, tf.reduce_max(lengths))
 
     def _length_dim(self, source: LayerBase) -> Dim:
         x = source.output
