@@ -1,5 +1,6 @@
 """Fully connected layers: linear, softmax."""
 
+from netcompiler.errors import DimMismatchError
 from netcompiler.layer_base import NONE_TYPE, LayerBase, MissingOptionError, Option, ParamSpec
 from netcompiler.lazy_tf import tf
 from netcompiler.tensor import Dim
@@ -48,6 +49,13 @@ class LinearLayer(LayerBase):
         given = self.opts["out_dim"]
         n_out = self.opts["n_out"]
         if given is not None:
+            if given.size is None:
+                raise self.error(f"'out_dim' {given.short_repr()} is dynamic; a weight matrix needs a static size",
+                                 option="out_dim")
+            x = self.input_data
+            if x.has_dim(given) and given != x.feature_dim:
+                raise self.error(f"'out_dim' {given.short_repr()} is already a dim of the input {x.describe()}",
+                                 option="out_dim", kind=DimMismatchError)
             if n_out is not None and n_out != given.size:
                 raise self.error(f"'n_out' {n_out} disagrees with 'out_dim' {given.short_repr()}", option="n_out")
             return given

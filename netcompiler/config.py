@@ -13,7 +13,7 @@ import os
 import runpy
 from typing import Any, Dict, Iterable, List, Optional, Sequence
 
-from .errors import ConfigError, ConfigFileError, SourceLocation
+from .errors import ConfigError, ConfigFileError, SourceLocation, closest_match
 
 # Settings netcompiler reads (the trainer documents their meaning).
 USED_KEYS = frozenset({
@@ -25,17 +25,19 @@ USED_KEYS = frozenset({
     "num_epochs", "save_interval", "model", "load", "import_model_train_epoch1", "learning_rate_file",
     "adam", "nadam", "random_seed", "forward_output_layer", "output_file", "eval_datasets",
     "log_batch_size", "accum_grad_multiple_step", "stop_on_nonfinite_train_score", "cache_size",
-    "tf_log_dir", "cleanup_old_models", "train_epoch_split",
+    "tf_log_dir", "cleanup_old_models", "train_epoch_split", "newbob_error_threshold", "momentum",
+    "optimizer_epsilon", "learning_rates", "newbob_relative_error_div_by_old", "gradient_clip_norm", "adagrad",
+    "adadelta", "rmsprop",
 })
 
 # RETURNN settings that are accepted but have no effect here (yet).
 RETURNN_KEYS_NOT_USED = frozenset({
     "use_tensorflow", "device", "log", "log_verbosity", "multiprocessing", "update_on_device", "tf_log_memory_usage",
     "debug_print_layer_output_template", "debug_add_check_numerics_on_output", "debug_mode", "tf_session_opts",
-    "truncation", "window", "starting_epoch", "newbob_error_threshold", "learning_rate_control_min_num_epochs_per_new_lr",
+    "truncation", "window", "starting_epoch", "learning_rate_control_min_num_epochs_per_new_lr",
     "save_interval_n_step", "max_seq_length_eval", "use_learning_rate_control_always", "pretrain", "search_output_layer",
-    "search_data", "search_do_eval", "behavior_version", "log_file", "target", "config", "optimizer_epsilon",
-    "nadam_opts", "adam_opts", "momentum", "decouple_constraints", "accum_grad_multiple_step_sorted",
+    "search_data", "search_do_eval", "behavior_version", "log_file", "target", "config",
+    "nadam_opts", "adam_opts", "decouple_constraints", "accum_grad_multiple_step_sorted",
 })
 
 _PRIVATE_PREFIXES = ("_",)
@@ -70,8 +72,10 @@ class Config:
     def network(self) -> Dict[str, Any]:
         net = self.values.get("network")
         if net is None:
+            guess = closest_match("network", self.values)
             raise ConfigFileError("the config defines no 'network'", subject=f"config {self.path}",
-                                  suggestion="add network = {'output': {'class': ..., 'from': 'data'}}")
+                                  suggestion=f"did you mean '{guess}'?" if guess else
+                                  "add network = {'output': {'class': ..., 'from': 'data'}}")
         if not isinstance(net, dict):
             raise ConfigFileError(f"'network' must be a dict of layer name -> layer options, not {type(net).__name__}",
                                   subject=f"config {self.path}")

@@ -36,14 +36,19 @@ def data_from_options(key: str, opts: Dict[str, Any]) -> Data:
         raise InvalidOptionError(f"dtype {dtype!r} unknown", subject=subject, option="dtype",
                                  suggestion=f"did you mean {closest_match(dtype, DTYPES)!r}?")
     dim = opts.get("dim")
+    if dim is not None and not _positive_int(dim):
+        raise InvalidOptionError(f"'dim' must be a positive int, not {dim!r}", subject=subject, option="dim")
     sparse_dim: Optional[Dim] = opts.get("sparse_dim")
+    if sparse_dim is not None and not isinstance(sparse_dim, Dim):
+        raise InvalidOptionError(f"'sparse_dim' must be a Dim, not {sparse_dim!r}", subject=subject,
+                                 option="sparse_dim", suggestion="e.g. FeatureDim('vocab', 500)")
     if sparse and sparse_dim is None:
         if dim is None:
             raise InvalidOptionError("sparse data needs 'dim' (the number of classes)", subject=subject, option="dim")
         sparse_dim = Dim(dim, FEATURE, f"{key}:sparse")
     dims = opts.get("dims", opts.get("dim_tags"))
     if dims is not None:
-        if not all(isinstance(d, Dim) for d in dims):
+        if not isinstance(dims, (list, tuple)) or not all(isinstance(d, Dim) for d in dims):
             raise InvalidOptionError("'dims' must be a list of Dim objects", subject=subject, option="dims")
         dims = list(dims)
     else:
@@ -62,7 +67,11 @@ def data_from_options(key: str, opts: Dict[str, Any]) -> Data:
     if not sparse and dim is not None and data.dim != dim:
         raise InvalidOptionError(f"'dim' is {dim} but the feature dim of {data.describe()} has size {data.dim}",
                                  subject=subject, option="dim")
-    for axis_desc, other in (opts.get("same_dim_tags_as") or {}).items():
+    same = opts.get("same_dim_tags_as") or {}
+    if not isinstance(same, dict):
+        raise InvalidOptionError("'same_dim_tags_as' must be a dict: axis -> Dim", subject=subject,
+                                 option="same_dim_tags_as")
+    for axis_desc, other in same.items():
         mine = data.dims[resolve_axis(data, axis_desc, option="same_dim_tags_as")]
         if not isinstance(other, Dim):
             raise InvalidOptionError("'same_dim_tags_as' values must be Dim objects", subject=subject,
@@ -75,7 +84,7 @@ def _dims_from_shape(key, opts, sparse, dim, subject):
     shape = opts.get("shape")
     if shape is None:
         shape = (None,) if sparse else (None, dim)
-    if not isinstance(shape, (list, tuple)) or not all(s is None or isinstance(s, int) for s in shape):
+    if not isinstance(shape, (list, tuple)) or not all(s is None or _positive_int(s) for s in shape):
         raise InvalidOptionError(f"'shape' must be a tuple of ints and None, not {shape!r}", subject=subject,
                                  option="shape")
     dims = []
@@ -92,15 +101,23 @@ def _dims_from_shape(key, opts, sparse, dim, subject):
         else:
             dims.append(Dim(size, SPATIAL, f"{key}:static{i}"))
     batch_axis = opts.get("batch_dim_axis", 0)
+    if batch_axis is not None and (not isinstance(batch_axis, int) or isinstance(batch_axis, bool)
+                                   or not 0 <= batch_axis <= len(dims)):
+        raise InvalidOptionError(f"'batch_dim_axis' must be an axis index 0..{len(dims)} or None, not {batch_axis!r}",
+                                 subject=subject, option="batch_dim_axis")
     if batch_axis is not None:
         dims.insert(batch_axis, batch_dim)
     return dims
 
 
+def _positive_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
+
+
 def _role_dim(dims, axis, option, subject):
     if axis is None:
         return None
-    if not isinstance(axis, int) or not -len(dims) <= axis < len(dims):
+    if not isinstance(axis, int) or isinstance(axis, bool) or not -len(dims) <= axis < len(dims):
         raise InvalidOptionError(f"'{option}' {axis!r} is not an axis of {len(dims)} axes", subject=subject,
                                  option=option)
     return dims[axis]

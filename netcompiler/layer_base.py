@@ -196,6 +196,9 @@ class LayerBase:
             if key in d:
                 cls._check_value(layer, key, option, value)
             opts[key] = value
+        if not 0.0 <= float(opts["dropout"]) < 1.0:
+            raise InvalidOptionError(f"option 'dropout' must be a rate in [0, 1), not {opts['dropout']!r}",
+                                     layer=layer, option="dropout")
         return opts, notices
 
     @classmethod
@@ -290,6 +293,8 @@ class LayerBase:
 
     def new_feature_dim(self, size: int, description: Optional[str] = None) -> Dim:
         """A new feature dim of this layer, named '<layer>:feature'."""
+        if not isinstance(size, int) or isinstance(size, bool) or size < 1:
+            raise self.error(f"'n_out' must be a positive int, not {size!r}", option="n_out")
         return Dim(size, FEATURE, description or f"{self.name}:feature")
 
     def _apply_out_checks(self, out: Data) -> Data:

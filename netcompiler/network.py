@@ -175,6 +175,7 @@ class Network:
             opts, notices = cls.check_options(d, path)
             self.notices.extend(notices)
             opts = cls.transform_config_dict(opts, self, lambda ref, option: self.get_layer(ref, name, option))
+            self._default_n_out_from_target(name, cls, opts)
             layer = cls(path, self, opts)
             self._attach_loss(layer)
         except ConfigError as exc:
@@ -183,6 +184,19 @@ class Network:
             self._constructing.pop()
         self.layers[name] = layer
         return layer
+
+    def _default_n_out_from_target(self, name: str, cls: type, opts: Dict[str, Any]) -> None:
+        """As in RETURNN: a layer with a loss and no 'n_out' gets the target's number of classes
+        (plus one, the blank, for ctc)."""
+        if not opts.get("loss") or opts.get("n_out") is not None or opts.get("out_dim") is not None:
+            return
+        if not any("n_out" in klass.__dict__.get("options", {}) for klass in cls.__mro__):
+            return  # the class does not define its output size by n_out
+        target = opts.get("target") or "classes"
+        ref = target[len("layer:"):] if target.startswith("layer:") else f"data:{target}"
+        dim = self.get_layer(ref, name, "target").output.dim
+        if dim is not None:
+            opts["n_out"] = dim + (1 if opts["loss"] == "ctc" else 0)
 
     def _attach_loss(self, layer: LayerBase) -> None:
         """Resolves the loss and its target, and checks them against the output template."""

@@ -154,3 +154,6 @@ def test_every_registered_layer_has_a_numeric_case():
         covered |= layer_classes_in(case.network)
     missing = sorted(set(registered_layer_classes()) - covered)
     assert not missing, f"layer classes without a NumPy reference case: {missing}"
+
+
+from layer_cases.nested import test_12ax_sized_lstm_runs_on_the_fused_kernel  # noqa: E402,F401  (collected here)
