@@ -1,12 +1,15 @@
 """Layers used to build attention: dot, softmax_over_spatial, stack."""
 
-from typing import List, Optional
+import functools
+import string
+from typing import Dict, List, Optional
 
 from netcompiler.errors import DimMismatchError
 from netcompiler.layer_base import NONE_TYPE, NUMBER, LayerBase, Option
+from netcompiler.lazy_tf import tf
 from netcompiler.tensor import FEATURE, FLOAT_DTYPES, SPATIAL, Data, Dim, resolve_dim, resolve_dims
 
-from .elementwise import aligned_dims
+from .elementwise import aligned_dims, broadcast_value, source_value
 
 AXES = (str, int, list, tuple, Dim)
 INT_DTYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
@@ -29,6 +32,8 @@ class DotLayer(LayerBase):
     features of two different linear layers can be multiplied); the remaining (shared) axes pair up the same
     way, identical Dims first, then the others in order. Batch can be neither reduced nor a var axis. The
     output's dims are the first input's shared axes in its order, then var1's, then var2's.
+    Emission: `tf.einsum`; padded frames of a dynamic reduce axis are set to 0 on both inputs first; `dropout`
+    applies to each input.
     """
 
     layer_class = "dot"
@@ -49,13 +54,7 @@ class DotLayer(LayerBase):
         (a_name, a), (b_name, b) = [(src.name, src.output) for src in self.sources]
         for name, data in ((a_name, a), (b_name, b)):
             check_float_input(self, data, name)
-        red1, var1 = self._axes(a, "red1", "var1")
-        red2, var2 = self._axes(b, "red2", "var2")
-        self._pair_up(red1, red2, a, b, "red1", "reduce axes")
-        shared = [d for d in a.dims if d not in red1 + var1]
-        shared_b = [d for d in b.dims if d not in red2 + var2]
-        self._pair_up([d for d in shared if d not in shared_b], [d for d in shared_b if d not in shared], a, b,
-                      "from", "shared axes")
+        shared, var1, var2, _ = self._plan(a, b)
         if not var2 and self.opts["add_var2_if_empty"]:
             var2 = [Dim(1, FEATURE, f"{self.name}:dot-var2")]
         dims = shared + var1 + var2
@@ -65,6 +64,36 @@ class DotLayer(LayerBase):
                                  f"{a.describe()} vs '{b_name}' {b.describe()})", option="var2", kind=DimMismatchError,
                                  suggestion="give one input its own dim for this axis (e.g. 'reinterpret_data')")
         return Data(self.name, dims, a.dtype)
+
+    def _plan(self, a: Data, b: Data):
+        """(shared, var1, var2, partner): the first input's shared and var axes, the second's var axes, and for
+        each other axis of the second input the axis of the first it pairs with."""
+        red1, var1 = self._axes(a, "red1", "var1")
+        red2, var2 = self._axes(b, "red2", "var2")
+        self._pair_up(red1, red2, a, b, "red1", "reduce axes")
+        shared = [d for d in a.dims if d not in red1 + var1]
+        shared_b = [d for d in b.dims if d not in red2 + var2]
+        only_a, only_b = [d for d in shared if d not in shared_b], [d for d in shared_b if d not in shared]
+        self._pair_up(only_a, only_b, a, b, "from", "shared axes")
+        partner = dict(zip(red2, red1))
+        partner.update({d: d for d in shared_b if d in shared})
+        partner.update(zip(only_b, only_a))
+        return shared, var1, var2, partner
+
+    def emit(self, ctx):
+        src_a, src_b = self.sources
+        a_data, b_data = src_a.output, src_b.output
+        shared, var1, var2, partner = self._plan(a_data, b_data)
+        a, b = source_value(ctx, self, src_a), source_value(ctx, self, src_b)
+        for dim_b, dim_a in partner.items():
+            if dim_a.is_dynamic and dim_a not in shared:  # a reduce axis with padded frames
+                a = ctx.masked(a_data, a, dim_a, 0.0)
+                b = ctx.masked(b_data, b, dim_b, 0.0)
+        letters: Dict[Dim, str] = dict(zip(list(a_data.dims) + var2, string.ascii_letters))
+        spec_b = "".join(letters[partner.get(d, d)] for d in b_data.dims)
+        spec_out = "".join(letters[d] for d in shared + var1 + var2)
+        y = tf.einsum(f"{''.join(letters[d] for d in a_data.dims)},{spec_b}->{spec_out}", a, b)
+        return y if var2 or not self.opts["add_var2_if_empty"] else tf.expand_dims(y, -1)
 
     def _axes(self, data: Data, red_option: str, var_option: str):
         """The reduce and var Dims of one input; they must be disjoint and not batch."""
@@ -103,6 +132,8 @@ class SoftmaxOverSpatialLayer(LayerBase):
     or ints; only frames in [window_start, window_start + window_size) count; they go together),
     `use_time_mask` (None: mask when the axis is dynamic; True needs a dynamic axis), `log_space` (False:
     True gives log-softmax). Position layers must be ints whose dims are among the input's, without the axis.
+    Frames outside the mask get the energy -inf: probability 0 (-inf with `log_space`); as in RETURNN, a row
+    without any valid frame gives NaN.
     """
 
     layer_class = "softmax_over_spatial"
@@ -147,6 +178,43 @@ class SoftmaxOverSpatialLayer(LayerBase):
         if isinstance(size, int) and size <= 0:
             raise self.error(f"'window_size' must be positive, not {size}", option="window_size")
 
+    def emit(self, ctx):
+        x = ctx.input(self)
+        data = self.output
+        axis = self._axis(data)
+        if self.opts["energy_factor"] is not None:
+            x = x * tf.cast(self.opts["energy_factor"], x.dtype)
+        valid = self._valid_frames(ctx, data, axis, x)
+        if valid is not None:
+            x = tf.where(valid, x, tf.constant(float("-inf"), x.dtype))
+        softmax = tf.nn.log_softmax if self.opts["log_space"] else tf.nn.softmax
+        return softmax(x, axis=data.axis_of(axis))
+
+    def _valid_frames(self, ctx, data: Data, axis: Dim, x):
+        """Bool mask (broadcastable to `x`) of the frames the softmax covers, or None for all of them."""
+        masks = []
+        use_time_mask = self.opts["use_time_mask"]
+        if use_time_mask or (use_time_mask is None and axis.is_dynamic):
+            masks.append(ctx.sequence_mask(data, axis, x))
+        shape = [1] * data.batch_ndim
+        shape[data.axis_of(axis)] = -1
+        positions = tf.reshape(tf.range(tf.shape(x)[data.axis_of(axis)]), shape)
+        start = self._position(ctx, "start", data)
+        if start is not None:
+            masks.append(positions >= start)
+        window_start = self._position(ctx, "window_start", data)
+        if window_start is not None:
+            window_end = window_start + self._position(ctx, "window_size", data)
+            masks.append(tf.logical_and(positions >= window_start, positions < window_end))
+        return functools.reduce(tf.logical_and, masks) if masks else None
+
+    def _position(self, ctx, option: str, data: Data):
+        """The int32 frame index that `option` gives (a constant, or a layer broadcast to `data`), or None."""
+        value = self.opts[option]
+        if isinstance(value, LayerBase):
+            return tf.cast(broadcast_value(ctx.value(value), value.output, data), tf.int32)
+        return None if value is None else tf.constant(value, tf.int32)
+
     def _check_position_layer(self, option: str, x: Data, axis: Dim) -> None:
         layer = self.opts[option]
         data = layer.output
@@ -163,7 +231,7 @@ class StackLayer(LayerBase):
     Options: `axis` (None: the new axis goes right after the last batch or spatial axis, i.e. before a
     trailing feature dim; an int is its position in the output, counting batch, negative from the end).
     All inputs must have the same dims (in any order; the first input's order is kept; feature dims of the
-    same size count as the same, as in `combine`), dtype and sparse dim.
+    same size count as the same, as in `combine`), dtype and sparse dim. `dropout` applies to each float input.
     """
 
     layer_class = "stack"
@@ -196,3 +264,11 @@ class StackLayer(LayerBase):
                              f"(input {first.describe()})", option="axis",
                              suggestion=f"use an int in [{-(ndim + 1)}, {ndim}]")
         return axis % (ndim + 1)
+
+    def emit(self, ctx):
+        from netcompiler.emit import ops
+
+        first = self.sources[0].output
+        values = [ops.transpose_to(source_value(ctx, self, src), aligned_dims(src.output, first), first.dims)
+                  for src in self.sources]
+        return tf.stack(values, axis=self._position(first))

@@ -4,14 +4,17 @@ Inputs of the elementwise layers are broadcast against each other by Dim
 identity (see `broadcast_templates`).
 """
 
-from typing import List, Optional, Sequence, Tuple
+import builtins
+import functools
+from typing import Any, List, Optional, Sequence, Tuple
 
 from netcompiler.layer_base import NONE_TYPE, LayerBase, Option, ParamSpec
 from netcompiler.errors import DimMismatchError
+from netcompiler.lazy_tf import tf
 from netcompiler.tensor import DTYPES, FEATURE, FLOAT_DTYPES, Data, Dim, split_dim
 
 from .activations import FEATURE_WISE, check_activation
-
+from .basic import activate
 
 
 def broadcast_templates(layer: LayerBase, inputs: Sequence[Tuple[str, Data]], option: str = "from") -> Data:
@@ -91,12 +94,55 @@ def check_activation_on(layer: LayerBase, out: Data, option: str = "activation")
                           option=option)
 
 
+# --- emission helpers (shared with attention.py) ------------------------------------------------------------
+def source_value(ctx, layer: LayerBase, src: LayerBase):
+    """The output tensor of `src` as `layer` reads it: with `layer`'s dropout applied (float inputs only)."""
+    x = ctx.value(src)
+    return ctx.dropout(layer, x, src.output) if src.output.dtype in FLOAT_DTYPES else x
+
+
+def broadcast_value(x, data: Data, out: Data):
+    """`x` (laid out as `data`) in `out`'s dim order, with size-1 axes for the dims of `out` it lacks, so that it
+    broadcasts against a tensor laid out as `out` (feature dims aligned as in `broadcast_templates`)."""
+    from netcompiler.emit import ops
+
+    return ops.broadcast_to_dims(x, aligned_dims(data, out), out.dims)
+
+
+def broadcast_sources(ctx, layer: LayerBase, out: Data) -> list:
+    """Every source of `layer` (dropout applied), each ready to broadcast against `out` (see `broadcast_value`)."""
+    return [broadcast_value(source_value(ctx, layer, src), src.output, out) for src in layer.sources]
+
+
+def float_operands(values: list, constant: Any) -> list:
+    """`values` cast to float32 when `constant` is a fractional float and they hold ints (so 2 < 2.5 holds)."""
+    fractional = isinstance(constant, float) and not constant.is_integer()
+    if fractional and not values[0].dtype.is_floating and not values[0].dtype.is_bool:
+        return [tf.cast(v, tf.float32) for v in values]
+    return values
+
+
 # kind -> which dtypes its inputs need ("any": any but bool and string)
 COMBINE_KINDS = {
     "add": "any", "sub": "any", "mul": "any", "truediv": "float", "floordiv": "any", "mod": "any", "pow": "any",
     "maximum": "any", "minimum": "any", "squared_difference": "any", "average": "float",
     "logical_and": "bool", "logical_or": "bool", "logical_xor": "bool", "eval": "eval",
 }
+
+
+def _binary_ops():
+    """kind -> the TF function folding two broadcastable tensors ("average" folds with add, then scales by 1/n)."""
+    return {
+        "add": tf.add, "sub": tf.subtract, "mul": tf.multiply, "truediv": tf.math.truediv,
+        "floordiv": tf.math.floordiv, "mod": tf.math.floormod, "pow": tf.pow, "maximum": tf.maximum,
+        "minimum": tf.minimum, "squared_difference": tf.math.squared_difference, "average": tf.add,
+        "logical_and": tf.logical_and, "logical_or": tf.logical_or, "logical_xor": tf.math.logical_xor,
+    }
+
+
+# Python builtins an `eval` expression may use (besides `tf`, `source`, `self` and `eval_locals`).
+EVAL_BUILTINS = ("abs", "all", "any", "bool", "dict", "enumerate", "float", "int", "isinstance", "len", "list",
+                 "max", "min", "pow", "range", "round", "sum", "tuple", "zip", "True", "False", "None")
 
 
 class CombineLayer(LayerBase):
@@ -108,7 +154,14 @@ class CombineLayer(LayerBase):
     on the feature dim), `eval` (None; for kind "eval" a Python expression over `source(i)`, evaluated at
     emission), `eval_locals` (None), `eval_for_output_loss` (False; not supported).
     All inputs need the same dtype (except for "eval"): float for truediv/average, bool for logical_*.
+    The kinds fold left over the inputs (`((x0 - x1) - x2)`); "average" is their sum divided by their number.
+    The order is: operation, bias, activation; `dropout` applies to each float input.
     For "eval", `out_type` may override the output's `dtype`, `sparse` and `dim` (its other keys are checked).
+    The expression is compiled when the template is made (a syntax error is a config error) and evaluated at
+    emission with the names `tf`, `source(i)` (the i-th input as a tf.Tensor in the output's dim order, size-1
+    axes where it lacks a dim of the output), `self` (the layer), the `eval_locals` entries and a few safe
+    builtins (`EVAL_BUILTINS`); any failure is an InvalidOptionError for option 'eval'. Its result must have the
+    output's rank and dtype; size-1 axes are broadcast to the output's shape.
     """
 
     layer_class = "combine"
@@ -158,8 +211,17 @@ class CombineLayer(LayerBase):
     def _eval_output(self, inputs) -> Data:
         if not self.opts["eval"]:
             raise self.error("kind 'eval' needs the option 'eval' (an expression over source(i))", option="eval")
+        self._compiled_eval()
         out = broadcast_templates(self, inputs)
         return self._apply_out_type(out)
+
+    def _compiled_eval(self):
+        expression = self.opts["eval"]
+        try:
+            return compile(expression, f"<eval of layer '{self.name}'>", "eval")
+        except SyntaxError as exc:
+            raise self.error(f"option 'eval': {expression!r} is not valid Python: {exc.msg}",
+                             option="eval") from None
 
     def _apply_out_type(self, out: Data) -> Data:
         """`out` with the `dtype`, `sparse` and `dim` that `out_type` gives (other keys are checked later)."""
@@ -200,6 +262,53 @@ class CombineLayer(LayerBase):
         if not self.opts["with_bias"]:
             return {}
         return {"b": ParamSpec((self.output.feature_dim,), "zeros")}
+
+    def emit(self, ctx):
+        kind = self.opts["kind"]
+        if kind == "eval":
+            y = self._emit_eval(ctx)
+        else:
+            values = broadcast_sources(ctx, self, self.output)
+            y = functools.reduce(_binary_ops()[kind], values)
+            if kind == "average":  # times the reciprocal: grappler would turn a division into that in graphs only
+                y = y * tf.cast(1.0 / len(values), y.dtype)
+        if self.opts["with_bias"]:
+            y = ctx.add_on_axis(y, ctx.param(self, "b"), self.output.feature_dim_axis)
+        return activate(ctx, self.output, y, self.opts["activation"])
+
+    def _emit_eval(self, ctx):
+        layout = broadcast_templates(self, source_inputs(self))  # the output before `out_type`
+        values = broadcast_sources(ctx, self, layout)
+
+        def source(i, auto_convert=True, enforce_batch_major=False):
+            """The i-th input; `auto_convert` and `enforce_batch_major` are accepted for RETURNN configs and change
+            nothing (the layout is always the output's)."""
+            if not -len(values) <= i < len(values):
+                raise IndexError(f"source({i}): the layer has {len(values)} input(s)")
+            return values[i]
+
+        namespace = {name: getattr(builtins, name) for name in EVAL_BUILTINS}
+        namespace = {"__builtins__": namespace, "tf": tf, "source": source, "self": self,
+                     **(self.opts["eval_locals"] or {})}
+        expression = self.opts["eval"]
+        try:
+            y = tf.convert_to_tensor(eval(self._compiled_eval(), namespace))  # noqa: S307 - a config's expression
+        except Exception as exc:  # any failure of the user's expression is a config error
+            raise self.error(f"option 'eval': {expression!r} failed: {type(exc).__name__}: {exc}",
+                             option="eval") from None
+        return self._check_eval_result(y, values, layout)
+
+    def _check_eval_result(self, y, values, layout: Data):
+        """`y` broadcast to the output's shape; an InvalidOptionError if its rank or dtype is not the output's."""
+        out = self.output
+        if y.dtype.name != out.dtype or y.shape.rank != out.batch_ndim:
+            raise self.error(f"option 'eval': {self.opts['eval']!r} gives a {y.shape.rank}-axis "
+                             f"{y.dtype.name} tensor, but the output is {out.describe()} {out.dtype}", option="eval",
+                             suggestion="set 'out_type' (e.g. {'dtype': ...}) or cast in the expression")
+        if layout.dims != out.dims:  # out_type gave a new feature dim: the expression makes its size
+            return y
+        shape = functools.reduce(tf.broadcast_dynamic_shape, [tf.shape(v) for v in values], tf.shape(y))
+        return tf.broadcast_to(y, shape)
 
 
 class EvalLayer(CombineLayer):
@@ -242,6 +351,15 @@ class CompareLayer(LayerBase):
         out = broadcast_templates(self, inputs)
         return out.copy(dtype="bool", sparse_dim=None)
 
+    def emit(self, ctx):
+        values = broadcast_sources(ctx, self, self.output)
+        value = self.opts["value"]
+        if value is not None:
+            values = float_operands(values, value)
+            values.append(tf.constant(value, dtype=values[0].dtype))
+        compare = getattr(tf.math, self.opts["kind"])  # tf.math.less & co.
+        return functools.reduce(tf.logical_and, [compare(a, b) for a, b in zip(values, values[1:])])
+
 
 class SwitchLayer(LayerBase):
     """`where(condition, true_from, false_from)`, broadcasting all three; each is a layer or a constant.
@@ -278,6 +396,20 @@ class SwitchLayer(LayerBase):
         return out.copy(dtype=dtype, sparse_dim=common_sparse_dim([layer.output for layer in branches])
                         if len(branches) == 2 else None)
 
+    def emit(self, ctx):
+        condition = self.opts["condition"]
+        if isinstance(condition, bool):
+            return ctx.value(self.opts["true_from" if condition else "false_from"])
+        out = self.output
+        mask = broadcast_value(ctx.value(condition), condition.output, out)
+        true, false = (self._branch_value(ctx, self.opts[option]) for option in ("true_from", "false_from"))
+        return tf.where(mask, true, false)
+
+    def _branch_value(self, ctx, branch):
+        if isinstance(branch, LayerBase):
+            return broadcast_value(source_value(ctx, self, branch), branch.output, self.output)
+        return tf.constant(branch, dtype=self.output.dtype)
+
     def _static_choice(self, condition: bool) -> Data:
         option = "true_from" if condition else "false_from"
         chosen = self.opts[option]
@@ -301,6 +433,7 @@ class GatingLayer(LayerBase):
     feature dim is half the input's (a derived Dim, the same for every gating layer on the same input).
 
     Options: `activation` (required, e.g. "tanh"; None means identity), `gate_activation` ("sigmoid").
+    The first half gets `activation`, the second `gate_activation` (as RETURNN's `tf.split`).
     """
 
     layer_class = "gating"
@@ -321,4 +454,9 @@ class GatingLayer(LayerBase):
             raise self.error(f"the input's feature dim {feature.short_repr()} must have an even static size to be "
                              f"split into two halves ({x.describe()})", option="from", kind=DimMismatchError)
         return x.copy_replace_dim(feature, split_dim(feature, 2, pad=False), name=self.name)
+
+    def emit(self, ctx):
+        a, b = tf.split(ctx.input(self), 2, axis=self.input_data.feature_dim_axis)
+        out = self.output
+        return activate(ctx, out, a, self.opts["activation"]) * activate(ctx, out, b, self.opts["gate_activation"])
 

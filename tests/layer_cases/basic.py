@@ -1,26 +1,55 @@
-"""Template cases for source, copy, dropout, scaled_grad, activation."""
+"""Template and numeric cases for source, copy, dropout, scaled_grad, activation."""
 
-from layer_harness import ErrorCase, LayerCase
+import numpy as np
+
+from layer_harness import DEFAULT_EXTERN, ErrorCase, LayerCase
 from netcompiler.errors import DimMismatchError, InvalidOptionError, MissingOptionError, UnknownReferenceError
+from netcompiler.tensor import SPATIAL, Dim, FeatureDim, batch_dim
+
+# a feature dim that is not the last axis
+CHANNELS_FIRST = {**DEFAULT_EXTERN, "image": {"dims": [batch_dim, FeatureDim("basic-channel", 3),
+                                                       Dim(4, SPATIAL, "basic-width")]}}
+
+
+def _softmax(z, axis=-1):
+    e = np.exp(z - z.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def _identity(key):
+    return lambda x, lengths, p: {"output": x[key]}
+
 
 CASES = [
     LayerCase("source-explicit-data-key",
               {"output": {"class": "source", "data_key": "classes", "from": []}},
-              {"output": "[B, T|'time:classes'] sparse 'classes:sparse'(4) int32"}),
+              {"output": "[B, T|'time:classes'] sparse 'classes:sparse'(4) int32"},
+              reference=_identity("classes")),
     LayerCase("copy-single", {"output": {"class": "copy", "from": "data"}},
-              {"output": "[B, T|'time:data', F|'data:feature'(6)] float32"}),
+              {"output": "[B, T|'time:data', F|'data:feature'(6)] float32"}, reference=_identity("data")),
     LayerCase("copy-concat-two-sources",
               {"a": {"class": "linear", "n_out": 3, "from": "data"},
                "output": {"class": "copy", "from": ["data", "a"]}},
-              {"output": "[B, T|'time:data', F|'data:feature+a:feature'(9)] float32"}),
+              {"output": "[B, T|'time:data', F|'data:feature+a:feature'(9)] float32"},
+              reference=lambda x, lengths, p: {
+                  "output": np.concatenate([x["data"], x["data"] @ p["a/W"] + p["a/b"]], axis=-1)}),
     LayerCase("dropout-keeps-template", {"output": {"class": "dropout", "dropout": 0.3, "from": "data"}},
-              {"output": "[B, T|'time:data', F|'data:feature'(6)] float32"}),
+              {"output": "[B, T|'time:data', F|'data:feature'(6)] float32"},
+              reference=_identity("data")),  # not training: the identity
     LayerCase("scaled-grad-reversal", {"output": {"class": "scaled_grad", "scale": -1.0, "from": "data"}},
-              {"output": "[B, T|'time:data', F|'data:feature'(6)] float32"}),
+              {"output": "[B, T|'time:data', F|'data:feature'(6)] float32"}, reference=_identity("data")),
     LayerCase("activation-chain", {"output": {"class": "activation", "activation": "exp+log", "from": "data"}},
-              {"output": "[B, T|'time:data', F|'data:feature'(6)] float32"}),
+              {"output": "[B, T|'time:data', F|'data:feature'(6)] float32"}, reference=_identity("data")),
+    LayerCase("activation-relu", {"output": {"class": "activation", "activation": "relu", "from": "data"}},
+              {"output": "[B, T|'time:data', F|'data:feature'(6)] float32"},
+              reference=lambda x, lengths, p: {"output": np.maximum(x["data"], 0.0)}),
     LayerCase("activation-softmax", {"output": {"class": "activation", "activation": "softmax", "from": "data"}},
-              {"output": "[B, T|'time:data', F|'data:feature'(6)] float32"}),
+              {"output": "[B, T|'time:data', F|'data:feature'(6)] float32"},
+              reference=lambda x, lengths, p: {"output": _softmax(x["data"])}),
+    LayerCase("activation-log-softmax-feature-not-last",
+              {"output": {"class": "activation", "activation": "log_softmax", "from": "data:image"}},
+              {"output": "[B, F|'basic-channel'(3), T|'basic-width'(4)] float32"}, extern_data=CHANNELS_FIRST,
+              reference=lambda x, lengths, p: {"output": np.log(_softmax(x["image"], axis=1))}),
 ]
 
 ERROR_CASES = [
