@@ -1,4 +1,4 @@
-"""The recurrent layer `rec` with a built-in unit (LSTM, GRU, simple RNN).
+"""The recurrent layer `rec` with a built-in unit (LSTM on TF's fused BlockLSTMV2 kernel; GRU, simple RNN).
 
 A `unit` that is a network dict (a loop body run step by step) is not supported
 yet. When it comes, it is a `Network` subclass that resolves "prev:x" (it
@@ -12,9 +12,10 @@ from typing import Any, Dict, List, Tuple
 
 from netcompiler.errors import MissingOptionError, UnknownOptionError, closest_match
 from netcompiler.layer_base import NONE_TYPE, NUMBER, LayerBase, Option, ParamSpec
+from netcompiler.lazy_tf import tf
 from netcompiler.tensor import Data, Dim, FeatureDim, resolve_dim
 
-from .activations import check_activation
+from .activations import apply_activation, check_activation
 from .subnetwork import parent_references
 
 INIT_TYPES = (str, int, float, dict, NONE_TYPE)
@@ -101,6 +102,13 @@ class RecLayer(LayerBase):
     gru (k=3): update gate z, reset gate r, candidate h, with the reset gate applied to the state
     before the recurrent matmul (Keras `reset_after=False`, TF 1's GRUCell; one bias);
     basicrnn (k=1): h[t] = activation(x W + h[t-1] W_re + b).
+    Gates use the logistic sigmoid; the state starts at zero.
+
+    Emission: every index of the other frame dims (batch, extra spatial dims) is a sequence of its own,
+    run time-major. lstm runs on TF's fused kernel BlockLSTMV2 (with BlockLSTMGradV2 as its gradient);
+    gru and basicrnn project all frames with one matmul, then recur with `tf.scan`, the state held on
+    padded frames. direction -1 reverses each sequence within its own length, runs forward, and
+    reverses back. The output is zero on padded frames of the iterated dim.
     """
 
     layer_class = "rec"
@@ -249,3 +257,152 @@ class RecLayer(LayerBase):
             "W_re": ParamSpec((out_dim, gates), forward if recurrent is None else recurrent),
             "b": ParamSpec((gates,), 0.0 if bias is None else bias),
         }
+
+    # --- emission ---------------------------------------------------------------------
+    def emit(self, ctx):
+        frames = _TimeMajor(self.input_data, self.output.time_dim)
+        x = frames.flatten(ctx.input(self))
+        lengths = frames.lengths(ctx, x)
+        backward = self.opts["direction"] == -1
+        if backward:
+            x = _reverse_sequences(x, lengths)
+        y = self._run_unit(ctx, x, lengths)
+        if backward:
+            y = _reverse_sequences(y, lengths)
+        return frames.unflatten(_zero_padding(y, lengths), self.output)
+
+    def _run_unit(self, ctx, x, lengths):
+        """The unit over time-major `x` ([T, N, in]; sparse: [T, N]): h of every step, [T, N, n]."""
+        weights, recurrent, bias = (ctx.param(self, name) for name in ("W", "W_re", "b"))
+        sparse = self.input_data.sparse
+        if self.unit_kind is LSTM:
+            return _block_lstm(x, sparse, weights, recurrent, bias, self.unit_opts["forget_bias"])
+        step = _gru_step(recurrent) if self.unit_kind is GRU else _rnn_step(recurrent, self.unit_opts["activation"])
+        return _masked_scan(step, _project(x, sparse, weights, bias), lengths, recurrent.shape[0])
+
+
+class _TimeMajor:
+    """A tensor laid out as a template, viewed as [T, N, feature] for a recurrence: the iterated dim first,
+    every other frame dim (batch, extra spatial dims) flattened into N independent sequences, the feature
+    dim last (a sparse input has none: [T, N] indices)."""
+
+    def __init__(self, data: Data, time: Dim):
+        self.data = data
+        self.time = time
+        self.others = [d for d in data.dims if d not in (time, data.feature_dim)]
+        self.frame_shape = None  # the run-time sizes of `others`, set by `flatten`
+
+    def flatten(self, x):
+        data = self.data
+        order = [self.time] + self.others + ([data.feature_dim] if data.feature_dim is not None else [])
+        x = tf.transpose(x, [data.dims.index(d) for d in order])
+        shape = tf.shape(x)
+        self.frame_shape = shape[1:1 + len(self.others)]
+        return tf.reshape(x, tf.concat([shape[:1], [-1], shape[1 + len(self.others):]], axis=0))
+
+    def lengths(self, ctx, x):
+        """int32 [N]: each sequence's length (all T if the iterated dim is static)."""
+        sizes = ctx.size(self.time)
+        if isinstance(sizes, int):
+            return tf.fill(tf.shape(x)[1:2], tf.shape(x)[0])
+        per_batch = tf.reshape(sizes, [-1 if d.is_batch else 1 for d in self.others])
+        return tf.reshape(tf.broadcast_to(per_batch, self.frame_shape), [-1])
+
+    def unflatten(self, y, out: Data):
+        """`y` [T, N, n] back to the layout of `out` (whose other dims are the input's)."""
+        y = tf.reshape(y, tf.concat([tf.shape(y)[:1], self.frame_shape, [out.feature_dim.size]], axis=0))
+        order = [self.time] + self.others + [out.feature_dim]
+        return tf.transpose(y, [order.index(d) for d in out.dims])
+
+
+def _valid_frames(lengths, max_len):
+    """Bool [T, N, 1]: True where frame t is within sequence n."""
+    return tf.transpose(tf.sequence_mask(lengths, max_len))[:, :, None]
+
+
+def _zero_padding(y, lengths):
+    return tf.where(_valid_frames(lengths, tf.shape(y)[0]), y, tf.zeros_like(y))
+
+
+def _reverse_sequences(x, lengths):
+    """Each sequence of time-major `x` reversed within its own length (padding stays behind it)."""
+    return tf.reverse_sequence(x, lengths, seq_axis=0, batch_axis=1)
+
+
+def _project(x, sparse, weights, bias):
+    """x W + b for every frame: [T, N, k*n] (a sparse x selects rows of W)."""
+    xw = tf.gather(weights, x) if sparse else tf.tensordot(x, weights, axes=1)
+    return xw + bias
+
+
+def _block_lstm(x, sparse, weights, recurrent, bias, forget_bias):
+    """LSTM over time-major `x` with TF's fused kernel BlockLSTMV2; h of every step, [T, N, n].
+
+    The kernel computes gates = [x, h] concat([W; W_re]) + b with the blocks in our order i, f, c, o
+    (no peepholes; cell_clip 0 means no clipping). A sparse x is embedded first (rows of W) and then
+    runs through the kernel with the identity as its input matrix. Frames after a sequence's end are
+    computed on padding but cannot reach earlier frames; the caller zeroes them.
+    """
+    n = recurrent.shape[0]
+    if sparse:
+        x = tf.gather(weights, x)
+        weights = tf.eye(4 * n, dtype=x.dtype)
+    if forget_bias:
+        bias = bias + tf.constant([0.0] * n + [float(forget_bias)] * n + [0.0] * (2 * n), dtype=bias.dtype)
+    return _block_lstm_v2(x, tf.concat([weights, recurrent], axis=0), bias)
+
+
+def _block_lstm_v2(x, w, b):
+    """BlockLSTMV2 from a zero state: h [T, N, n]. Its gradient is BlockLSTMGradV2: the one TF registers for
+    BlockLSTMV2 (tensorflow/python/ops/rnn_grad.py, TF 2.21) runs the V1 kernel, which reads the gates in
+    V1's order i, c, f, o and so returns wrong gradients for the c and f blocks."""
+    return tf.custom_gradient(_block_lstm_v2_and_gradient)(x, w, b)
+
+
+def _block_lstm_v2_and_gradient(x, w, b):
+    n = b.shape[0] // 4
+    state = tf.zeros(tf.stack([tf.shape(x)[1], n]), x.dtype)
+    no_peephole = tf.zeros([n], x.dtype)
+    args = dict(seq_len_max=tf.cast(tf.shape(x)[0], tf.int64), x=x, cs_prev=state, h_prev=state, w=w,
+                wci=no_peephole, wcf=no_peephole, wco=no_peephole, b=b, use_peephole=False)
+    i, cs, f, o, ci, co, h = tf.raw_ops.BlockLSTMV2(cell_clip=0.0, **args)
+
+    def grad(h_grad):
+        grads = tf.raw_ops.BlockLSTMGradV2(i=i, cs=cs, f=f, o=o, ci=ci, co=co, h=h, cs_grad=tf.zeros_like(cs),
+                                           h_grad=h_grad, **args)
+        x_grad, w_grad, b_grad = grads[0], grads[3], grads[7]
+        return x_grad, w_grad, b_grad
+
+    return h, grad
+
+
+def _gru_step(recurrent):
+    """One GRU step (Keras reset_after=False): z, r = sigmoid(xw_zr + h U_zr);
+    h' = z h + (1 - z) tanh(xw_h + (r h) U_h)."""
+    n = recurrent.shape[0]
+    gates_weights, candidate_weights = recurrent[:, :2 * n], recurrent[:, 2 * n:]
+
+    def step(xw, h):
+        gates = tf.sigmoid(xw[:, :2 * n] + tf.matmul(h, gates_weights))
+        update, reset = gates[:, :n], gates[:, n:]
+        candidate = tf.tanh(xw[:, 2 * n:] + tf.matmul(reset * h, candidate_weights))
+        return update * h + (1.0 - update) * candidate
+
+    return step
+
+
+def _rnn_step(recurrent, activation):
+    return lambda xw, h: apply_activation(activation, xw + tf.matmul(h, recurrent))
+
+
+def _masked_scan(step, xw, lengths, n):
+    """h[t] = step(xw[t], h[t-1]) from h = 0, over time-major xw [T, N, k*n] with tf.scan; on a padded frame
+    the state stays as it is (so the last state is each sequence's own)."""
+    valid = _valid_frames(lengths, tf.shape(xw)[0])
+    initial = tf.zeros(tf.stack([tf.shape(xw)[1], n]), xw.dtype)
+
+    def body(h, frame):
+        xw_t, valid_t = frame
+        return tf.where(valid_t, step(xw_t, h), h)
+
+    return tf.scan(body, (xw, valid), initializer=initial)

@@ -135,6 +135,10 @@ class SubnetworkLayer(LayerBase):
         prefix = layer.network.prefix
         return layer.name[len(prefix):] if prefix and layer.name.startswith(prefix) else layer.name
 
+    def emit(self, ctx):
+        """The inner "output" (the inner layers read this layer's input through ctx.extern_value)."""
+        return ctx.value(self.subnetwork.layers["output"])
+
     def get_sub_layer(self, name: str):
         if name.split("/", 1)[0] not in self.subnetwork.net_dict:
             return None
