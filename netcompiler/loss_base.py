@@ -20,6 +20,8 @@ class LossBase:
 
     loss_class: ClassVar[Optional[str]] = None
     need_target: ClassVar[bool] = True
+    error_name: ClassVar[Optional[str]] = None
+    """What `compute`'s error sum counts, for reports ("fer": frame errors, "ler": label errors); None: no error."""
     options: ClassVar[Dict[str, Option]] = {}
     _registry: ClassVar[Dict[str, type]] = {}
 

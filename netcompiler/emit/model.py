@@ -21,6 +21,8 @@ class LossValue:
     error_sum: Optional[tf.Tensor]
     num_frames: tf.Tensor
     scale: float
+    normalized: bool
+    """Whether training minimises the loss per frame (RETURNN's `use_normalized_loss`) or its sum."""
 
 
 class CompiledNetwork(tf.Module):
@@ -58,9 +60,12 @@ class CompiledNetwork(tf.Module):
         result = []
         for layer in self.loss_layers():
             loss = layer.loss
+            target = ctx.value(layer.target_layer) if layer.target_layer is not None else None
             with tf.name_scope(f"loss_{layer.name.replace('/', '_')}"):
-                loss_sum, error_sum, frames = loss.compute(ctx, ctx.value(layer), ctx.value(layer.target_layer))
-            result.append(LossValue(layer.name, loss_sum, error_sum, tf.cast(frames, tf.float32), loss.scale))
+                loss_sum, error_sum, frames = loss.compute(ctx, ctx.value(layer), target)
+            normalized = bool(loss.opts.get("use_normalized_loss")) or loss.opts.get("custom_norm_factor") is not None
+            result.append(LossValue(layer.name, loss_sum, error_sum, tf.cast(frames, tf.float32), loss.scale,
+                                    normalized))
         return result
 
     def l2_term(self) -> tf.Tensor:
@@ -74,10 +79,12 @@ class CompiledNetwork(tf.Module):
         return total
 
     def objective(self, losses: List[LossValue]) -> tf.Tensor:
-        """What training minimises: each loss per frame, scaled, summed; plus L2."""
+        """What training minimises, as in RETURNN: each loss summed over the batch's valid frames (or per
+        frame, where the loss says `use_normalized_loss` or `custom_norm_factor`), scaled, summed; plus L2."""
         total = self.l2_term()
         for value in losses:
-            total += value.scale * value.loss_sum / tf.maximum(value.num_frames, 1.0)
+            term = value.scale * value.loss_sum
+            total += term / tf.maximum(value.num_frames, 1e-8) if value.normalized else term
         return total
 
     def network_input_keys(self) -> List[str]:
