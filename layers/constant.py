@@ -2,8 +2,6 @@
 
 from typing import Any, List, Sequence, Tuple
 
-import numpy as np
-
 from netcompiler.errors import closest_match
 from netcompiler.layer_base import NONE_TYPE, NUMBER, LayerBase, Option, ParamSpec
 from netcompiler.lazy_tf import tf
@@ -132,6 +130,8 @@ class ConstantLayer(LayerBase):
 
     def emit(self, ctx):
         # via NumPy: it converts e.g. 3.0 to int32 and 0.1 to float64 exactly, where tf.constant would not
+        import numpy as np  # here, not at the top: dump-net should not pay for importing NumPy
+
         value = np.asarray(self.opts["value"]).astype(tf.as_dtype(self.output.dtype).as_numpy_dtype)
         y = tf.constant(value)
         return tile_over_batch(self, ctx, y) if self.opts["with_batch_dim"] else y

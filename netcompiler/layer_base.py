@@ -156,12 +156,15 @@ class LayerBase:
 
     @classmethod
     def all_options(cls) -> Dict[str, Option]:
-        """Common options, then those of each base class, then this class's (later win)."""
-        merged = dict(COMMON_OPTIONS)
-        for klass in reversed(cls.__mro__):
-            merged.update(klass.__dict__.get("options", {}))
-        merged["from"] = Option(cls.default_from, COMMON_OPTIONS["from"].types, ref="layers")
-        return merged
+        """Common options, then those of each base class, then this class's (later win). Shared: do not mutate."""
+        cached = cls.__dict__.get("_all_options")
+        if cached is None:
+            cached = dict(COMMON_OPTIONS)
+            for klass in reversed(cls.__mro__):
+                cached.update(klass.__dict__.get("options", {}))
+            cached["from"] = Option(cls.default_from, COMMON_OPTIONS["from"].types, ref="layers")
+            cls._all_options = cached
+        return cached
 
     @classmethod
     def check_options(cls, d: Dict[str, Any], layer: str) -> Tuple[Dict[str, Any], List[str]]:

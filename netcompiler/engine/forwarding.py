@@ -1,0 +1,50 @@
+"""`--task forward`: a layer's output for every sequence of a dataset, written to an HDF file."""
+
+from __future__ import annotations
+
+from typing import Dict
+
+import numpy as np
+import tensorflow as tf
+
+from ..emit.ops import transpose_to
+from ..errors import ConfigError, closest_match
+from .feeding import batch_stream
+
+
+def forward_to_hdf(model, dataset, layer_name: str, output_file: str, batching: Dict) -> int:
+    """Writes `layer_name`'s output per sequence (padding removed) in RETURNN's HDF layout; returns the count."""
+    from .datasets.hdf_writer import write_hdf
+
+    layers = {layer.name: layer for layer in model.network.all_layers()}
+    if layer_name not in layers:
+        guess = closest_match(layer_name, layers)
+        raise ConfigError(f"there is no layer '{layer_name}' to forward", subject="config key 'forward_output_layer'",
+                          suggestion=f"did you mean '{guess}'?" if guess else None)
+    layer = layers[layer_name]
+    data = layer.output
+    if data.batch_dim_axis is None:
+        raise ConfigError(f"layer '{layer_name}' {data.describe()} has no batch axis to split into sequences",
+                          subject="config key 'forward_output_layer'")
+    order = [d for d in data.dims if d.is_batch] + [d for d in data.dims if not d.is_batch]
+    keys = [k for k in model.network_input_keys() if k in dataset.data_keys()]
+    signature = model.input_signature(keys=keys)
+    time_dim = data.time_dim if data.time_dim is not None and data.time_dim.is_dynamic else None
+
+    @tf.function(input_signature=list(signature))
+    def run(inputs, lengths):
+        ctx = model.forward(inputs, lengths, training=False)
+        value = transpose_to(ctx.value(layer), data.dims, order)
+        sizes = ctx.size(time_dim) if time_dim is not None else tf.fill([tf.shape(value)[0]], tf.shape(value)[1])
+        return value, sizes
+
+    seqs, tags = [], []
+    dataset.init_epoch(1)
+    for inputs, lengths in batch_stream(dataset, 1, keys, batching):
+        values, sizes = run(inputs, lengths)
+        values, sizes = values.numpy(), sizes.numpy()
+        for row in range(values.shape[0]):
+            seqs.append({"data": values[row, :sizes[row]] if time_dim is not None else values[row]})
+    tags = [dataset.seq_tag(i) for i in range(len(seqs))]
+    write_hdf(output_file, seqs, seq_tags=tags)
+    return len(seqs)

@@ -1,0 +1,195 @@
+"""`compile-net`'s tasks: train (resuming where a run stopped), eval, forward."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Dict, List, Optional, Sequence
+
+from ..config import Config, load_config
+from ..dump import format_text
+from ..errors import CheckpointError, ConfigError, InvalidOptionError
+from ..network import build_network
+
+
+def run_task(config_path: str, overrides: Sequence[str] = (), task: Optional[str] = None, log=sys.stdout) -> int:
+    config = load_config(config_path, overrides)
+    network = build_network(config)
+    for notice in config.notices + network.notices:
+        print(f"notice: {notice}", file=sys.stderr)
+    task = task or config.get("task", "train")
+    print(format_text(network), file=log)
+    session = Session(config, network, log)
+    if task == "train":
+        session.train()
+    elif task == "eval":
+        session.evaluate()
+    elif task == "forward":
+        session.forward()
+    else:
+        raise InvalidOptionError(f"task {task!r} unknown", subject="config key 'task'",
+                                 suggestion="use 'train', 'eval' or 'forward'")
+    return 0
+
+
+class Session:
+    """Everything one compile-net run sets up: TF model, datasets, optimizer, checkpoints."""
+
+    def __init__(self, config: Config, network, log):
+        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+        import tensorflow as tf
+
+        from ..emit.model import CompiledNetwork
+
+        self.tf = tf
+        self.config = config
+        self.log = log
+        seed = config.get("random_seed", 42)
+        tf.random.set_seed(seed)
+        self.model = CompiledNetwork(network)
+        self.model_prefix = self._model_prefix()
+
+    # --- settings ------------------------------------------------------------------------
+    def _model_prefix(self) -> str:
+        model = self.config.get("model")
+        if model is None:
+            base = os.path.splitext(os.path.basename(self.config.path))[0]
+            model = os.path.join("out", base, "model")
+        if not isinstance(model, str):
+            raise InvalidOptionError(f"must be a path prefix string, not {model!r}", subject="config key 'model'")
+        return model
+
+    def batching(self) -> Dict:
+        from .batching import parse_chunking
+
+        chunking = self.config.get("chunking")
+        parse_chunking(chunking)
+        return {"batch_size": self.config.get("batch_size", 5000), "max_seqs": self.config.get("max_seqs", -1),
+                "chunking": chunking, "max_seq_length": self.config.get("max_seq_length")}
+
+    def dataset(self, key: str, required: bool = True):
+        from .datasets import make_dataset
+
+        opts = self.config.get(key)
+        if opts is None:
+            if required:
+                raise ConfigError(f"the config has no '{key}' dataset", subject="config",
+                                  suggestion=f"add {key} = {{'class': 'HDFDataset', 'files': [...]}}")
+            return None
+        if isinstance(opts, dict) and key == "train" and "seq_ordering" not in opts and self.config.get("batching"):
+            opts = dict(opts, seq_ordering=self.config.get("batching"))
+        return make_dataset(opts, key)
+
+    def loss_names(self):
+        layers = self.model.loss_layers()
+        return ({layer.name: layer.loss.loss_class for layer in layers},
+                {layer.name: layer.loss.error_name for layer in layers})
+
+    # --- tasks -----------------------------------------------------------------------------
+    def train(self) -> None:
+        from .checkpoints import CheckpointManager
+        from .learning_rate import LearningRateControl
+        from .optimizers import clip_gradients_fn, make_optimizer, set_learning_rate
+        from .trainer import Trainer, format_duration, format_scores, wall_clock
+
+        tf = self.tf
+        values = self.config.values
+        num_epochs = int(self.config.get("num_epochs", 5))
+        save_interval = int(self.config.get("save_interval", 1))
+        learning_rates = LearningRateControl.from_config(values, self.model_prefix)
+        optimizer = make_optimizer(values)
+        trainer = Trainer(self.model, optimizer, self.batching(), clip_gradients_fn(values),
+                          stop_on_nonfinite=bool(self.config.get("stop_on_nonfinite_train_score", True)),
+                          log=self.log)
+        checkpoints = CheckpointManager(self.model_prefix)
+        optimizer.build(self.model.trainable_params)  # its slots must exist before a checkpoint restores them
+        state = {"model": self.model, "optimizer": optimizer, "step": trainer.step_count}
+        start_epoch = self._resume_or_import(checkpoints, state)
+        train_data = self.dataset("train")
+        dev_data = self.dataset("dev", required=False)
+        loss_names, error_names = self.loss_names()
+        summary = tf.summary.create_file_writer(os.path.join(os.path.dirname(self.model_prefix) or ".", "tensorboard"))
+        last_checkpoint = checkpoints.latest_path()
+        if start_epoch > num_epochs:
+            print(f"all {num_epochs} epochs are done (checkpoint {last_checkpoint})", file=self.log)
+            return
+        for epoch in range(start_epoch, num_epochs + 1):
+            started = wall_clock()
+            lr = learning_rates.learning_rate_for_epoch(epoch)
+            set_learning_rate(optimizer, lr)
+            train_scores = trainer.train_epoch(train_data, epoch, last_checkpoint)
+            parts = format_scores("train", train_scores, loss_names, error_names)
+            record = _score_record("train", train_scores)
+            if dev_data is not None:
+                dev_scores = trainer.evaluate(dev_data, epoch)
+                parts += format_scores("dev", dev_scores, loss_names, error_names)
+                record.update(_score_record("dev", dev_scores))
+            learning_rates.record(epoch, record)
+            if epoch % save_interval == 0 or epoch == num_epochs:
+                last_checkpoint = checkpoints.save(epoch, state, {"learning_rate": lr})
+                learning_rates.save()
+            with summary.as_default(step=epoch):
+                for name, value in record.items():
+                    tf.summary.scalar(name, value)
+                tf.summary.scalar("learning_rate", lr)
+            print(f"epoch {epoch}  " + "  ".join(parts) + f"  lr {lr:g}  {format_duration(wall_clock() - started)}",
+                  file=self.log, flush=True)
+
+    def _resume_or_import(self, checkpoints, state) -> int:
+        """The first epoch to train: after the newest complete checkpoint, or 1 (optionally importing one)."""
+        restored = checkpoints.restore_latest(state)
+        if restored is not None:
+            epoch, _extra = restored
+            print(f"resuming after epoch {epoch} from {checkpoints.latest_path()}", file=self.log)
+            return epoch + 1
+        initial = self.config.get("import_model_train_epoch1") or self.config.get("load")
+        if initial:
+            checkpoints.restore(initial, {"model": self.model})
+            print(f"initialised the parameters from {initial}", file=self.log)
+        return 1
+
+    def _restore_for_inference(self):
+        from .checkpoints import CheckpointManager
+
+        checkpoints = CheckpointManager(self.model_prefix)
+        path = self.config.get("load") or checkpoints.latest_path()
+        if path is None:
+            raise CheckpointError(f"no checkpoint to load: none found at '{self.model_prefix}.NNN' and 'load' "
+                                  f"is not set")
+        checkpoints.restore(path, {"model": self.model})
+        return path
+
+    def evaluate(self) -> None:
+        from .trainer import Trainer, format_scores
+
+        path = self._restore_for_inference()
+        trainer = Trainer(self.model, optimizer=None, batching=self.batching(), log=self.log)
+        loss_names, error_names = self.loss_names()
+        for key in self._eval_dataset_keys():
+            scores = trainer.evaluate(self.dataset(key), epoch=1)
+            print(f"{path}  " + "  ".join(format_scores(key, scores, loss_names, error_names)), file=self.log)
+
+    def _eval_dataset_keys(self) -> List[str]:
+        keys = self.config.get("eval_datasets") or [k for k in ("dev", "eval") if self.config.get(k) is not None]
+        if not keys:
+            raise ConfigError("nothing to evaluate: the config has neither 'dev' nor 'eval'", subject="config")
+        return list(keys)
+
+    def forward(self) -> None:
+        from .forwarding import forward_to_hdf
+
+        path = self._restore_for_inference()
+        key = next(k for k in ("eval", "dev", "train") if self.config.get(k) is not None)
+        layer_name = self.config.get("forward_output_layer", "output")
+        output_file = self.config.get("output_file") or f"{self.model_prefix}.forward.hdf"
+        count = forward_to_hdf(self.model, self.dataset(key), layer_name, output_file, self.batching())
+        print(f"wrote the outputs of layer '{layer_name}' for {count} sequences of '{key}' to {output_file} "
+              f"(parameters from {path})", file=self.log)
+
+
+def _score_record(prefix: str, scores) -> Dict[str, float]:
+    record = {}
+    for layer, values in scores.normalized().items():
+        record[f"{prefix}_score_{layer}"] = values["loss"]
+        record[f"{prefix}_error_{layer}"] = values["error"]
+    return record
