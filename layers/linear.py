@@ -30,20 +30,7 @@ class LinearLayer(LayerBase):
 
     def make_output(self):
         check_activation(self.opts["activation"], self.name)
-        x = self.input_data
-        out_dim = self.out_dim()
-        if x.sparse:
-            return x.copy(name=self.name, dims=x.dims + (out_dim,), dtype="float32", sparse_dim=None,
-                          feature_dim=out_dim)
-        if x.feature_dim is None:
-            raise self.error(f"the input {x.describe()} has no feature dim to transform", option="from")
-        if x.feature_dim.size is None:
-            raise self.error(f"the input's feature dim {x.feature_dim.short_repr()} is dynamic; "
-                             f"a weight matrix needs a static size", option="from")
-        if not x.dtype.startswith("float"):
-            raise self.error(f"the input {x.describe()} has dtype {x.dtype}; linear needs floats", option="from",
-                             suggestion="add a 'cast' layer")
-        return x.copy_replace_dim(x.feature_dim, out_dim, name=self.name)
+        return self.projected_output(self.out_dim())
 
     def out_dim(self) -> Dim:
         given = self.opts["out_dim"]

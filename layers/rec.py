@@ -213,25 +213,7 @@ class RecLayer(LayerBase):
                                      f"(the output feature size)", layer=self.name, option="n_out")
         if n_out <= 0:
             raise self.error(f"'n_out' must be positive, not {n_out}", option="n_out")
-        x = self.input_data
-        out_dim = self.new_feature_dim(n_out)
-        if x.sparse:
-            time = self._iteration_dim(x)
-            return x.copy(name=self.name, dims=x.dims + (out_dim,), dtype="float32", sparse_dim=None,
-                          feature_dim=out_dim, time_dim=time)
-        self._check_dense_input(x)
-        time = self._iteration_dim(x)
-        return x.copy_replace_dim(x.feature_dim, out_dim, name=self.name, time_dim=time)
-
-    def _check_dense_input(self, x: Data) -> None:
-        if x.feature_dim is None:
-            raise self.error(f"the input {x.describe()} has no feature dim", option="from")
-        if x.feature_dim.size is None:
-            raise self.error(f"the input's feature dim {x.feature_dim.short_repr()} is dynamic; the weight "
-                             f"matrices need a static size", option="from")
-        if not x.dtype.startswith("float"):
-            raise self.error(f"the input {x.describe()} has dtype {x.dtype}; rec needs floats (or sparse indices)",
-                             option="from", suggestion="add a 'cast' layer")
+        return self.projected_output(self.new_feature_dim(n_out), time_dim=self._iteration_dim(self.input_data))
 
     def _iteration_dim(self, x: Data) -> Dim:
         axis = "T" if self.opts["axis"] is None else self.opts["axis"]

@@ -294,6 +294,23 @@ class LayerBase:
         """An error about this layer, to raise."""
         return kind(message, layer=self.name, option=option, suggestion=suggestion)
 
+    def projected_output(self, out_dim: Dim, **changes) -> Data:
+        """The input's template with its feature dim replaced by `out_dim` (a weight matrix maps one to the
+        other); a sparse input gets `out_dim` appended (its indices select rows of the weights)."""
+        x = self.input_data
+        if x.sparse:
+            return x.copy(name=self.name, dims=x.dims + (out_dim,), dtype="float32", sparse_dim=None,
+                          feature_dim=out_dim, **changes)
+        if x.feature_dim is None:
+            raise self.error(f"the input {x.describe()} has no feature dim to transform", option="from")
+        if x.feature_dim.size is None:
+            raise self.error(f"the input's feature dim {x.feature_dim.short_repr()} is dynamic; "
+                             f"a weight matrix needs a static size", option="from")
+        if not x.dtype.startswith("float"):
+            raise self.error(f"the input {x.describe()} has dtype {x.dtype}; '{self.layer_class}' needs floats "
+                             f"(or sparse indices)", option="from", suggestion="add a 'cast' layer")
+        return x.copy_replace_dim(x.feature_dim, out_dim, name=self.name, **changes)
+
     def new_feature_dim(self, size: int, description: Optional[str] = None) -> Dim:
         """A new feature dim of this layer, named '<layer>:feature'."""
         if not isinstance(size, int) or isinstance(size, bool) or size < 1:

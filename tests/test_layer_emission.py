@@ -84,7 +84,11 @@ def test_traces_once_with_open_dims_and_checkpoint_round_trip(case, tmp_path):
     ctx = fresh.forward(inputs, lengths, training=False)
     for name, before in zip(names, first):
         after = ctx.value(fresh_layers[name]).numpy()
-        np.testing.assert_array_equal(after, before)
+        # traced and eager kernels may sum in different orders: equal up to float rounding
+        if np.issubdtype(after.dtype, np.floating):
+            np.testing.assert_allclose(after, before, rtol=1e-5, atol=1e-5)
+        else:
+            np.testing.assert_array_equal(after, before)
 
 
 @pytest.mark.parametrize("case", [c for c in CASES if c.params], ids=[c.id for c in CASES if c.params])

@@ -5,15 +5,6 @@ import numpy as np
 from layer_harness import ErrorCase, LayerCase
 from netcompiler.errors import InvalidOptionError, MissingOptionError, UnknownOptionError
 
-def _softmax(z):
-    e = np.exp(z - z.max(axis=-1, keepdims=True))
-    return e / e.sum(axis=-1, keepdims=True)
-
-
-def _two_sources(x, p):
-    a = x @ p["a/W"] + p["a/b"]
-    return np.concatenate([a, x], axis=-1) @ p["output/W"].T + p["output/b"]
-
 
 def _softmax(z):
     e = np.exp(z - z.max(axis=-1, keepdims=True))
