@@ -3,12 +3,13 @@
 All three keep the input's template; they differ in their parameters.
 """
 
-from typing import Dict, List
+from typing import Dict, List, Sequence
 
 from netcompiler.layer_base import NUMBER, LayerBase, Option, ParamSpec
+from netcompiler.lazy_tf import tf
 from netcompiler.tensor import Data, Dim, resolve_dims
 
-from .reduce import check_values
+from .reduce import check_values, masked_moments, padding_mask
 
 _INIT = (str, float, int, dict)
 
@@ -27,6 +28,30 @@ class _NormBase(LayerBase):
 
     def check_input(self, x: Data) -> None:
         """Further checks of the input by each class."""
+
+    def statistics(self, ctx, x, dims: Sequence[Dim], masked: bool = True):
+        """Mean and variance of `x` (laid out as the input) over `dims`, as size-1 axes there; padded frames
+        do not count if `masked` (see `padding_mask`)."""
+        data = self.input_data
+        mask = padding_mask(ctx, data, x, dims) if masked else None
+        return masked_moments(x, [data.axis_of(d) for d in dims], mask)
+
+    def broadcast(self, value, dims: Sequence[Dim]):
+        """`value` (laid out as `dims`) reordered and reshaped to broadcast against the input."""
+        from netcompiler.emit import ops
+
+        return ops.broadcast_to_dims(value, dims, self.input_data.dims)
+
+    def param_value(self, ctx, name: str, dims: Sequence[Dim]):
+        """Parameter `name` (laid out as `dims`) broadcastable to the input; None if the layer has none."""
+        return self.broadcast(ctx.param(self, name), dims) if name in self.params else None
+
+    def normalize(self, ctx, x, axes: Sequence[Dim], param_dims: Sequence[Dim]):
+        """`(x - mean) / sqrt(var + epsilon) * scale + bias`, statistics over `axes` (masked), the params
+        "scale" and "bias" (where the layer has them) laid out as `param_dims`."""
+        mean, variance = self.statistics(ctx, x, axes)
+        return tf.nn.batch_normalization(x, mean, variance, self.param_value(ctx, "bias", param_dims),
+                                         self.param_value(ctx, "scale", param_dims), float(self.opts["epsilon"]))
 
     def static_feature_dim(self, x: Data) -> Dim:
         if x.feature_dim is None or x.feature_dim.size is None:
@@ -52,6 +77,10 @@ class LayerNormLayer(_NormBase):
         feature = self.output.feature_dim
         return {"scale": ParamSpec((feature,), 1.0), "bias": ParamSpec((feature,), 0.0)}
 
+    def emit(self, ctx):
+        feature = [self.input_data.feature_dim]
+        return self.normalize(ctx, ctx.input(self), feature, feature)
+
 
 class NormLayer(_NormBase):
     """Normalises over `axes` (mean and variance of the input over them), then `* scale + bias`.
@@ -60,6 +89,8 @@ class NormLayer(_NormBase):
     scale and bias have; static, not batch), `scale` (True), `bias` (True), `epsilon` (1e-6).
     Params: "scale" (init 1) and "bias" (init 0), shaped by the `param_shape` axes in the input's order
     (an empty list gives scalars).
+    Decision: padded frames do not count in the statistics when a dynamic axis (or the batch axis) is among
+    `axes` (RETURNN does not mask here).
     """
 
     layer_class = "norm"
@@ -95,6 +126,11 @@ class NormLayer(_NormBase):
             params["bias"] = ParamSpec(shape, 0.0)
         return params
 
+    def emit(self, ctx):
+        data = self.input_data
+        axes = resolve_dims(data, self.opts["axes"], layer=self.name, option="axes")
+        return self.normalize(ctx, ctx.input(self), axes, self.param_dims(data))
+
 
 class BatchNormLayer(_NormBase):
     """Batch normalisation over all axes but the feature axis, with running mean and variance for inference.
@@ -108,6 +144,12 @@ class BatchNormLayer(_NormBase):
 
     Params, all [F]: "mean" (init 0) and "variance" (init 1) are the running statistics, not trainable;
     "gamma" (scale, init `gamma_init`) and "beta" (shift, init `beta_init`) are trainable.
+    Emission (as RETURNN's LayerBase.batch_norm): the batch statistics are the mean and (population) variance
+    over all axes but the feature axis, over valid frames only if `masked_time` (else padded frames count, as in
+    RETURNN). Training (or `force_sample`) normalises with `(1 - use_sample) * batch + use_sample * running`
+    statistics, eval with the running ones. The running statistics move `momentum` towards the batch's in
+    training (and also in eval if not `update_sample_only_in_training`), by an assign after the output's
+    statistics were read (`delay_sample_update`) or before. Output `(x - mean) / sqrt(var + epsilon) * gamma + beta`.
     Naming decision: the names are RETURNN's base names without the version prefix RETURNN puts in front
     ("v2_" for param_version 2, "<layer>_<output>_" for 0), and the shape is [F] for every `param_version`
     (RETURNN's versions 0 and 1 use a broadcast shape [1, ..., F]); the version only matters when importing
@@ -145,3 +187,30 @@ class BatchNormLayer(_NormBase):
         if self.opts["use_shift"]:
             params["beta"] = ParamSpec(shape, self.opts["beta_init"])
         return params
+
+    def emit(self, ctx):
+        x, feature = ctx.input(self), self.input_data.feature_dim
+        mean, variance = [self.broadcast(s, [feature]) for s in self.statistics_to_use(ctx, x)]
+        return tf.nn.batch_normalization(x, mean, variance, self.param_value(ctx, "beta", [feature]),
+                                         self.param_value(ctx, "gamma", [feature]), float(self.opts["epsilon"]))
+
+    def statistics_to_use(self, ctx, x):
+        """[mean, variance] ([F] each) to normalise with; updates the running statistics where due."""
+        opts = self.opts
+        use_sample = float(opts["use_sample"])
+        update = ctx.training or not opts["update_sample_only_in_training"]
+        use_batch = (ctx.training or opts["force_sample"]) and use_sample != 1
+        running = [ctx.param(self, "mean"), ctx.param(self, "variance")]
+        stats = [v.read_value() for v in running]
+        if not (update or use_batch):
+            return stats
+        others = [d for d in self.input_data.dims if d != self.input_data.feature_dim]
+        batch = [tf.reshape(s, [-1]) for s in self.statistics(ctx, x, others, masked=opts["masked_time"])]
+        if update:
+            for var, old, new in zip(running, stats, batch):
+                var.assign_add((tf.stop_gradient(new) - old) * float(opts["momentum"]))
+            if not opts["delay_sample_update"]:
+                stats = [v.read_value() for v in running]
+        if not use_batch:
+            return stats
+        return [(1.0 - use_sample) * new + use_sample * old if use_sample else new for old, new in zip(stats, batch)]

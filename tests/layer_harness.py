@@ -35,6 +35,8 @@ class LayerCase:
     extern_data: Dict[str, Any] = field(default_factory=lambda: dict(DEFAULT_EXTERN))
     params: Dict[str, Dict[str, Tuple[int, ...]]] = field(default_factory=dict)
     reference: Optional[Callable[..., Dict[str, Any]]] = None
+    # run the numerical test as a training pass (dropout, batch statistics)
+    training: bool = False
     # per-case tolerance of the numerical test
     rtol: float = 1e-5
     atol: float = 1e-5

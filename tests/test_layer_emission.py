@@ -48,7 +48,7 @@ def _compare(layer, got, want, sizes, case):
 def test_matches_numpy_reference(case):
     network, model = _compile(case)
     inputs, lengths = random_batch(network)
-    ctx = model.forward(inputs, lengths, training=False)
+    ctx = model.forward(inputs, lengths, training=case.training)
     expected = case.reference(inputs, lengths, params_as_numpy(model))
     layers = _layers(network)
     for name, want in expected.items():

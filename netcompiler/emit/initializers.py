@@ -10,7 +10,8 @@ A number (constant), a name ("glorot_uniform", "xavier", "zeros", "orthogonal",
 from __future__ import annotations
 
 import ast
-from typing import Any, Dict, Tuple
+import inspect
+from typing import Any, Dict, Optional, Tuple
 
 import tensorflow as tf
 
@@ -47,8 +48,9 @@ def _parse(spec: Any) -> Tuple[str, Dict[str, Any]]:
     return call.func.id, {kw.arg: ast.literal_eval(kw.value) for kw in call.keywords}
 
 
-def make_initializer(spec: Any, layer: str, option: str):
-    """A callable (shape, dtype) -> tensor for the initializer `spec` of `layer`'s parameter."""
+def make_initializer(spec: Any, layer: str, option: str, seed: Optional[int] = None):
+    """A callable (shape, dtype) -> tensor for the initializer `spec` of `layer`'s parameter; random ones use
+    `seed` (unless the spec gives one), so that the same config initialises the same way every run."""
     if isinstance(spec, (int, float)) and not isinstance(spec, bool):
         return tf.keras.initializers.Constant(float(spec))
     try:
@@ -66,9 +68,10 @@ def make_initializer(spec: Any, layer: str, option: str):
         key = _ARG_NAMES.get(key, key)
         if key is not None:
             args[key] = value
-    if keras_name == "VarianceScaling" and args.get("distribution") == "uniform":
-        args["distribution"] = "uniform"
+    initializer_class = getattr(tf.keras.initializers, keras_name)
+    if seed is not None and "seed" in inspect.signature(initializer_class).parameters:
+        args.setdefault("seed", seed)
     try:
-        return getattr(tf.keras.initializers, keras_name)(**args)
+        return initializer_class(**args)
     except (TypeError, ValueError) as exc:
         raise InvalidOptionError(f"initializer {spec!r}: {exc}", layer=layer, option=option) from None

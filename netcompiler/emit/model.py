@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import zlib
 from dataclasses import dataclass
 from typing import Dict, List, Optional
 
@@ -28,7 +29,8 @@ class LossValue:
 class CompiledNetwork(tf.Module):
     """Owns one `tf.Variable` per layer parameter, named "<layer>/<param>" (e.g. "lstm/W", "output/b")."""
 
-    def __init__(self, network: Network):
+    def __init__(self, network: Network, seed: int = 0):
+        """Creates the parameters; each random initializer is seeded from `seed` and the parameter's name."""
         super().__init__(name="network")
         self.network = network
         self.params: Dict[str, tf.Variable] = {}
@@ -36,7 +38,7 @@ class CompiledNetwork(tf.Module):
             trainable = bool(layer.opts.get("trainable", True))
             for name, spec in layer.params.items():
                 full = f"{layer.name}/{name}"
-                init = make_initializer(spec.init, layer.name, name)
+                init = make_initializer(spec.init, layer.name, name, seed=zlib.crc32(f"{seed}/{full}".encode()))
                 self.params[full] = tf.Variable(init(shape=spec.sizes, dtype=spec.dtype), name=full,
                                                 trainable=spec.trainable and trainable)
 

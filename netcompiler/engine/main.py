@@ -46,7 +46,7 @@ class Session:
         self.log = log
         seed = config.get("random_seed", 42)
         tf.random.set_seed(seed)
-        self.model = CompiledNetwork(network)
+        self.model = CompiledNetwork(network, seed=seed)
         self.model_prefix = self._model_prefix()
 
     # --- settings ------------------------------------------------------------------------
