@@ -46,12 +46,11 @@ _PRIVATE_PREFIXES = ("_",)
 class Config:
     """A loaded config: its settings, where it came from, and notices about it."""
 
-    def __init__(self, values: Dict[str, Any], path: Optional[str] = None,
-                 layer_lines: Optional[Dict[str, int]] = None, network_line: Optional[int] = None):
+    def __init__(self, values: Dict[str, Any], path: Optional[str] = None, source: Optional[str] = None):
         self.values = values
         self.path = path
-        self.layer_lines = layer_lines or {}
-        self.network_line = network_line
+        self._source = source
+        self._lines = None  # parsed from `source` only when a message needs a line
         self.notices: List[str] = [
             f"config key '{key}' is a RETURNN setting that netcompiler does not use yet; ignored"
             for key in sorted(values) if key in RETURNN_KEYS_NOT_USED
@@ -62,6 +61,19 @@ class Config:
 
     def __contains__(self, key: str) -> bool:
         return key in self.values
+
+    def _line_map(self):
+        if self._lines is None:
+            self._lines = network_line_map(ast.parse(self._source)) if self._source is not None else ({}, None)
+        return self._lines
+
+    @property
+    def layer_lines(self) -> Dict[str, int]:
+        return self._line_map()[0]
+
+    @property
+    def network_line(self) -> Optional[int]:
+        return self._line_map()[1]
 
     def layer_location(self, path: str) -> SourceLocation:
         """Where layer `path` ("enc", "sub/out") is written; the network's line if not known."""
@@ -89,11 +101,11 @@ def load_config(path: str, overrides: Sequence[str] = ()) -> Config:
     with open(path, encoding="utf-8") as f:
         source = f.read()
     try:
-        tree = ast.parse(source, filename=path)
-    except SyntaxError as exc:
-        raise ConfigFileError(f"syntax error: {exc.msg}", location=SourceLocation(path, exc.lineno)) from None
-    try:
         namespace = runpy.run_path(path, run_name="__netcompiler_config__")
+    except SyntaxError as exc:
+        if exc.filename and os.path.abspath(exc.filename) == os.path.abspath(path):
+            raise ConfigFileError(f"syntax error: {exc.msg}", location=SourceLocation(path, exc.lineno)) from None
+        raise ConfigFileError(f"running the config failed: {exc}", location=SourceLocation(path)) from None
     except Exception as exc:  # the config's own code failed: report where
         line = _innermost_line(exc, path)
         raise ConfigFileError(f"running the config failed: {type(exc).__name__}: {exc}",
@@ -101,8 +113,7 @@ def load_config(path: str, overrides: Sequence[str] = ()) -> Config:
     values = {k: v for k, v in namespace.items()
               if not k.startswith(_PRIVATE_PREFIXES) and not _is_module(v)}
     values.update(parse_overrides(overrides))
-    layer_lines, network_line = network_line_map(tree)
-    return Config(values, path, layer_lines, network_line)
+    return Config(values, path, source)
 
 
 def _is_module(value: Any) -> bool:
