@@ -1,4 +1,4 @@
-"""The recurrent layer `rec` with a built-in unit (LSTM on TF's fused BlockLSTMV2 kernel; GRU, simple RNN).
+"""The recurrent layer `rec` with a built-in unit (LSTM, GRU, simple RNN), each one graph loop (`tf.scan`).
 
 A `unit` that is a network dict (a loop body run step by step) is not supported
 yet. When it comes, it is a `Network` subclass that resolves "prev:x" (it
@@ -97,7 +97,7 @@ class RecLayer(LayerBase):
 
     Parameters (checkpoint names), with in = input features (classes if sparse), n = n_out:
     "W" [in, k*n] (input weights), "W_re" [n, k*n] (recurrent weights), "b" [k*n]. The k blocks
-    along the last axis follow Keras, so TF's fused kernels can use them as they are:
+    along the last axis follow Keras (so Keras and TF's fused kernels read them as they are):
     lstm (k=4): input gate i, forget gate f, cell candidate c, output gate o;
     gru (k=3): update gate z, reset gate r, candidate h, with the reset gate applied to the state
     before the recurrent matmul (Keras `reset_after=False`, TF 1's GRUCell; one bias);
@@ -105,9 +105,12 @@ class RecLayer(LayerBase):
     Gates use the logistic sigmoid; the state starts at zero.
 
     Emission: every index of the other frame dims (batch, extra spatial dims) is a sequence of its own,
-    run time-major. lstm runs on TF's fused kernel BlockLSTMV2 (with BlockLSTMGradV2 as its gradient);
-    gru and basicrnn project all frames with one matmul, then recur with `tf.scan`, the state held on
-    padded frames. direction -1 reverses each sequence within its own length, runs forward, and
+    run time-major. Every unit projects all frames with one matmul, then recurs with `tf.scan` (one graph
+    loop, traced once for any length). Frames after a sequence's end are computed on padding but cannot reach
+    earlier frames (direction -1 first moves each sequence's padding behind it), and the output is zeroed
+    there. TF's fused BlockLSTMV2 kernel was
+    measured and not used: on CPU its gradient kernel made a BLSTM train step about 3x slower than this
+    (benchmarks/train_step.py). direction -1 reverses each sequence within its own length, runs forward, and
     reverses back. The output is zero on padded frames of the iterated dim.
     """
 
@@ -257,10 +260,14 @@ class RecLayer(LayerBase):
         """The unit over time-major `x` ([T, N, in]; sparse: [T, N]): h of every step, [T, N, n]."""
         weights, recurrent, bias = (ctx.param(self, name) for name in ("W", "W_re", "b"))
         sparse = self.input_data.sparse
+        xw = _project(x, sparse, weights, bias)
+        n = recurrent.shape[0]
+        zeros = tf.zeros(tf.stack([tf.shape(xw)[1], n]), xw.dtype)
         if self.unit_kind is LSTM:
-            return _block_lstm(x, sparse, weights, recurrent, bias, self.unit_opts["forget_bias"])
+            xw = _add_forget_bias(xw, n, self.unit_opts["forget_bias"])
+            return tf.scan(_lstm_step(recurrent), xw, initializer=(zeros, zeros))[0]
         step = _gru_step(recurrent) if self.unit_kind is GRU else _rnn_step(recurrent, self.unit_opts["activation"])
-        return _masked_scan(step, _project(x, sparse, weights, bias), lengths, recurrent.shape[0])
+        return tf.scan(lambda h, xw_t: step(xw_t, h), xw, initializer=zeros)
 
 
 class _TimeMajor:
@@ -317,45 +324,24 @@ def _project(x, sparse, weights, bias):
     return xw + bias
 
 
-def _block_lstm(x, sparse, weights, recurrent, bias, forget_bias):
-    """LSTM over time-major `x` with TF's fused kernel BlockLSTMV2; h of every step, [T, N, n].
-
-    The kernel computes gates = [x, h] concat([W; W_re]) + b with the blocks in our order i, f, c, o
-    (no peepholes; cell_clip 0 means no clipping). A sparse x is embedded first (rows of W) and then
-    runs through the kernel with the identity as its input matrix. Frames after a sequence's end are
-    computed on padding but cannot reach earlier frames; the caller zeroes them.
-    """
-    n = recurrent.shape[0]
-    if sparse:
-        x = tf.gather(weights, x)
-        weights = tf.eye(4 * n, dtype=x.dtype)
-    if forget_bias:
-        bias = bias + tf.constant([0.0] * n + [float(forget_bias)] * n + [0.0] * (2 * n), dtype=bias.dtype)
-    return _block_lstm_v2(x, tf.concat([weights, recurrent], axis=0), bias)
+def _add_forget_bias(xw, n, forget_bias):
+    """The constant forget-gate bias of some LSTM spellings, added to the f block (gates i, f, c, o)."""
+    if not forget_bias:
+        return xw
+    return xw + tf.constant([0.0] * n + [float(forget_bias)] * n + [0.0] * (2 * n), dtype=xw.dtype)
 
 
-def _block_lstm_v2(x, w, b):
-    """BlockLSTMV2 from a zero state: h [T, N, n]. Its gradient is BlockLSTMGradV2: the one TF registers for
-    BlockLSTMV2 (tensorflow/python/ops/rnn_grad.py, TF 2.21) runs the V1 kernel, which reads the gates in
-    V1's order i, c, f, o and so returns wrong gradients for the c and f blocks."""
-    return tf.custom_gradient(_block_lstm_v2_and_gradient)(x, w, b)
+def _lstm_step(recurrent):
+    """One LSTM step on the state (h, cell): i, f, c, o = xw + h U; cell' = sigmoid(f) cell + sigmoid(i) tanh(c);
+    h' = sigmoid(o) tanh(cell')."""
 
+    def step(state, xw):
+        h, cell = state
+        i, f, c, o = tf.split(xw + tf.matmul(h, recurrent), 4, axis=-1)
+        cell = tf.sigmoid(f) * cell + tf.sigmoid(i) * tf.tanh(c)
+        return tf.sigmoid(o) * tf.tanh(cell), cell
 
-def _block_lstm_v2_and_gradient(x, w, b):
-    n = b.shape[0] // 4
-    state = tf.zeros(tf.stack([tf.shape(x)[1], n]), x.dtype)
-    no_peephole = tf.zeros([n], x.dtype)
-    args = dict(seq_len_max=tf.cast(tf.shape(x)[0], tf.int64), x=x, cs_prev=state, h_prev=state, w=w,
-                wci=no_peephole, wcf=no_peephole, wco=no_peephole, b=b, use_peephole=False)
-    i, cs, f, o, ci, co, h = tf.raw_ops.BlockLSTMV2(cell_clip=0.0, **args)
-
-    def grad(h_grad):
-        grads = tf.raw_ops.BlockLSTMGradV2(i=i, cs=cs, f=f, o=o, ci=ci, co=co, h=h, cs_grad=tf.zeros_like(cs),
-                                           h_grad=h_grad, **args)
-        x_grad, w_grad, b_grad = grads[0], grads[3], grads[7]
-        return x_grad, w_grad, b_grad
-
-    return h, grad
+    return step
 
 
 def _gru_step(recurrent):
@@ -375,16 +361,3 @@ def _gru_step(recurrent):
 
 def _rnn_step(recurrent, activation):
     return lambda xw, h: apply_activation(activation, xw + tf.matmul(h, recurrent))
-
-
-def _masked_scan(step, xw, lengths, n):
-    """h[t] = step(xw[t], h[t-1]) from h = 0, over time-major xw [T, N, k*n] with tf.scan; on a padded frame
-    the state stays as it is (so the last state is each sequence's own)."""
-    valid = _valid_frames(lengths, tf.shape(xw)[0])
-    initial = tf.zeros(tf.stack([tf.shape(xw)[1], n]), xw.dtype)
-
-    def body(h, frame):
-        xw_t, valid_t = frame
-        return tf.where(valid_t, step(xw_t, h), h)
-
-    return tf.scan(body, (xw, valid), initializer=initial)

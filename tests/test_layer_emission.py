@@ -160,4 +160,4 @@ def test_every_registered_layer_has_a_numeric_case():
     assert not missing, f"layer classes without a NumPy reference case: {missing}"
 
 
-from layer_cases.nested import test_12ax_sized_lstm_runs_on_the_fused_kernel  # noqa: E402,F401  (collected here)
+from layer_cases.nested import test_12ax_sized_lstm_is_one_graph_loop  # noqa: E402,F401  (collected here)
