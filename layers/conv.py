@@ -134,6 +134,8 @@ class _WindowedLayer(LayerBase):
             return x
         for axis, (dim, size, stride, rate) in enumerate(zip(self.spatial_in, window, strides, dilation), 1):
             span = (size - 1) * rate + 1
+            if span == 1 and stride == 1:
+                continue  # a window of one frame needs no padding, and no frame crosses a sequence's end
             if dim.is_dynamic:
                 x = _same_padded_per_sequence(x, axis, ctx.size(dim), span, stride)
             else:
