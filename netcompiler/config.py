@@ -51,9 +51,13 @@ class Config:
         self.path = path
         self._source = source
         self._lines = None  # parsed from `source` only when a message needs a line
+        self.overridden: frozenset = frozenset()  # keys set on the command line (++key value)
         self.notices: List[str] = [
             f"config key '{key}' is a RETURNN setting that netcompiler does not use yet; ignored"
             for key in sorted(values) if key in RETURNN_KEYS_NOT_USED
+        ] + [
+            f"config key '{key}' is no setting netcompiler knows -- did you mean '{guess}'?"
+            for key, guess in _near_misses(values)
         ]
 
     def get(self, key: str, default: Any = None) -> Any:
@@ -75,6 +79,20 @@ class Config:
     def network_line(self) -> Optional[int]:
         return self._line_map()[1]
 
+    def key_location(self, key: str) -> Optional[SourceLocation]:
+        """Where top-level setting `key` is assigned (its last assignment), or the command line if overridden."""
+        if key in self.overridden:
+            return SourceLocation(f"command line ++{key}")
+        if self._source is None or not self.path:
+            return None
+        line = None
+        for node in ast.parse(self._source).body:
+            targets = (node.targets if isinstance(node, ast.Assign) else
+                       [node.target] if isinstance(node, (ast.AnnAssign, ast.AugAssign)) else [])
+            if any(isinstance(t, ast.Name) and t.id == key for t in targets):
+                line = node.lineno
+        return SourceLocation(self.path, line) if line else None
+
     def layer_location(self, path: str) -> SourceLocation:
         """Where layer `path` ("enc", "sub/out") is written; the network's line if not known."""
         line = self.layer_lines.get(path, self.network_line)
@@ -92,6 +110,17 @@ class Config:
             raise ConfigFileError(f"'network' must be a dict of layer name -> layer options, not {type(net).__name__}",
                                   subject=f"config {self.path}")
         return net
+
+
+def _near_misses(values: Dict[str, Any]):
+    """(key, known setting) for keys that look like a misspelled setting. A config may define any helper
+    names, so only plain values (numbers, strings, lists, dicts) with a close match are suspects."""
+    known = USED_KEYS | RETURNN_KEYS_NOT_USED
+    for key in sorted(values):
+        if key not in known and isinstance(values[key], (int, float, str, list, tuple, dict, type(None))):
+            guess = closest_match(key, known)
+            if guess is not None:
+                yield key, guess
 
 
 def load_config(path: str, overrides: Sequence[str] = ()) -> Config:
@@ -112,8 +141,11 @@ def load_config(path: str, overrides: Sequence[str] = ()) -> Config:
                               location=SourceLocation(path, line)) from None
     values = {k: v for k, v in namespace.items()
               if not k.startswith(_PRIVATE_PREFIXES) and not _is_module(v)}
-    values.update(parse_overrides(overrides))
-    return Config(values, path, source)
+    overridden = parse_overrides(overrides)
+    values.update(overridden)
+    config = Config(values, path, source)
+    config.overridden = frozenset(overridden)
+    return config
 
 
 def _is_module(value: Any) -> bool:

@@ -31,7 +31,7 @@ def forward_to_hdf(model, dataset, layer_name: str, output_file: str, batching: 
     signature = model.input_signature(keys=keys)
     time_dim = data.time_dim if data.time_dim is not None and data.time_dim.is_dynamic else None
 
-    @tf.function(input_signature=list(signature))
+    @tf.function(input_signature=list(signature), autograph=False)
     def run(inputs, lengths):
         ctx = model.forward(inputs, lengths, training=False)
         value = transpose_to(ctx.value(layer), data.dims, order)
@@ -40,11 +40,12 @@ def forward_to_hdf(model, dataset, layer_name: str, output_file: str, batching: 
 
     seqs, tags = [], []
     dataset.init_epoch(1)
-    for inputs, lengths in batch_stream(dataset, 1, keys, batching):
+    whole = dict(batching, chunking=None, max_seq_length=None)  # every sequence, uncut, as RETURNN forwards
+    for inputs, lengths in batch_stream(dataset, 1, keys, whole):
         values, sizes = run(inputs, lengths)
         values, sizes = values.numpy(), sizes.numpy()
         for row in range(values.shape[0]):
             seqs.append({"data": values[row, :sizes[row]] if time_dim is not None else values[row]})
     tags = [dataset.seq_tag(i) for i in range(len(seqs))]
-    write_hdf(output_file, seqs, seq_tags=tags)
+    write_hdf(output_file, seqs, tags=tags, overwrite=True)
     return len(seqs)

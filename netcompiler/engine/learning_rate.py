@@ -205,7 +205,8 @@ class LearningRateControl:
         if filename and os.path.exists(filename):
             self.load(filename)
         # Explicit rates apply where the history has no rate yet (a loaded history wins).
-        for epoch, rate in _check_learning_rates(learning_rates).items():
+        self.explicit_learning_rates = _check_learning_rates(learning_rates)
+        for epoch, rate in self.explicit_learning_rates.items():
             self.epochs.setdefault(epoch, EpochRecord(rate))
 
     # ----------------------------------------------------------------- config
@@ -271,9 +272,14 @@ class LearningRateControl:
 
     def forget_after(self, epoch: int) -> None:
         """Drops what is recorded for epochs after `epoch` (when training restarts from there)."""
+        before = self.to_json()
         for e in [e for e in self.epochs if e > epoch]:
             del self.epochs[e]
-        self.save()
+        for e, rate in self.explicit_learning_rates.items():  # the config's rates for those epochs apply again
+            if e > epoch:
+                self.epochs[e] = EpochRecord(rate)
+        if self.to_json() != before:
+            self.save()
 
     def history(self) -> Dict[int, Tuple[float, Dict[str, float]]]:
         """epoch -> (learning rate, scores), in epoch order."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 from typing import Dict, List, Optional, Sequence
 
@@ -14,6 +15,19 @@ from ..network import build_network
 
 def run_task(config_path: str, overrides: Sequence[str] = (), task: Optional[str] = None, log=sys.stdout) -> int:
     config = load_config(config_path, overrides)
+    try:
+        return _run_task(config, task, log)
+    except ConfigError as exc:  # about a top-level setting: say where it is set
+        match = _SUBJECT_KEY.match(exc.subject or "")
+        if exc.location is None and match:
+            exc.with_context(location=config.key_location(match.group(1)))
+        raise
+
+
+_SUBJECT_KEY = re.compile(r"^(?:config key|dataset) '(\w+)'")
+
+
+def _run_task(config: Config, task: Optional[str], log) -> int:
     network = build_network(config)
     for notice in config.notices + network.notices:
         print(f"notice: {notice}", file=sys.stderr)
@@ -105,6 +119,9 @@ class Session:
         optimizer.build(self.model.trainable_params)  # its slots must exist before a checkpoint restores them
         state = {"model": self.model, "optimizer": optimizer, "step": trainer.step_count}
         start_epoch = self._resume_or_import(checkpoints, state)
+        # Rates chosen for epochs that never reached a checkpoint are not history: the config (perhaps changed
+        # since, e.g. a lower learning_rate after a non-finite loss) decides them anew.
+        learning_rates.forget_after(start_epoch - 1)
         train_data = self.dataset("train")
         dev_data = self.dataset("dev", required=False)
         loss_names, error_names = self.loss_names()

@@ -53,8 +53,9 @@ class Trainer:
         self.log = log
         self.signature = model.input_signature(keys=model.network_input_keys())
         self.step_count = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
-        self.train_step = tf.function(self._train_step, input_signature=list(self.signature))
-        self.eval_step = tf.function(self._eval_step, input_signature=list(self.signature))
+        # our emission is plain TF calls: autograph has nothing to convert, and skipping it traces faster
+        self.train_step = tf.function(self._train_step, input_signature=list(self.signature), autograph=False)
+        self.eval_step = tf.function(self._eval_step, input_signature=list(self.signature), autograph=False)
 
     # --- compiled steps --------------------------------------------------------------
     def _results(self, losses):
@@ -101,7 +102,7 @@ class Trainer:
                 bad = [name for name, (loss_sum, _, _) in results.items() if not math.isfinite(float(loss_sum))]
                 raise TrainingError(
                     f"the loss became {value} in epoch {epoch}, step {step} (loss of "
-                    f"{', '.join(repr(b) for b in bad) or 'the L2 term'}); the parameters were not updated. "
+                    f"{', '.join(repr(b) for b in bad) or 'the L2 term'}); this step's update was skipped. "
                     + (f"The last good checkpoint is {last_checkpoint}." if last_checkpoint else
                        "No checkpoint was written yet.")
                     + " Try a lower learning_rate or gradient_clip_global_norm.")
@@ -114,7 +115,8 @@ class Trainer:
     def evaluate(self, dataset, epoch: int) -> Scores:
         """Losses and errors of a whole dataset pass (no training, no dropout)."""
         scores = Scores()
-        for inputs, lengths in tf_batches(dataset, epoch, self.signature, self.batching):
+        whole = dict(self.batching, chunking=None)  # RETURNN chunks only the training data (unless chunk_eval)
+        for inputs, lengths in tf_batches(dataset, epoch, self.signature, whole):
             results, _ = self.eval_step(inputs, lengths)
             scores.add(results)
         return scores

@@ -1,0 +1,44 @@
+"""Config loading: overrides, notices about settings, where a top-level setting is written."""
+
+import pytest
+
+from netcompiler.config import load_config, parse_overrides
+from netcompiler.errors import ConfigError
+
+CONFIG = '''\
+import os
+num_epoch = 3
+learning_rate = 0.01
+use_tensorflow = True
+helper_table = {"a": 1}
+extern_data = {"data": {"dim": 3}}
+network = {"output": {"class": "copy", "is_output_layer": True}}
+'''
+
+
+@pytest.fixture
+def config_path(tmp_path):
+    path = tmp_path / "c.py"
+    path.write_text(CONFIG)
+    return str(path)
+
+
+def test_misspelled_setting_gets_a_notice_and_helpers_do_not(config_path):
+    notices = load_config(config_path).notices
+    assert any("'num_epoch'" in n and "did you mean 'num_epochs'?" in n for n in notices)
+    assert any("'use_tensorflow'" in n and "does not use yet" in n for n in notices)
+    assert not any("helper_table" in n or "'os'" in n for n in notices)
+
+
+def test_overrides_are_literals_else_strings_and_are_located_on_the_command_line(config_path):
+    config = load_config(config_path, ["++learning_rate", "0.001", "++learning_rate_control", "newbob"])
+    assert config.get("learning_rate") == 0.001
+    assert config.get("learning_rate_control") == "newbob"
+    assert str(config.key_location("learning_rate")) == "command line ++learning_rate"
+    assert str(config.key_location("num_epoch")).endswith("c.py:2")
+
+
+@pytest.mark.parametrize("args", [["learning_rate", "1"], ["++learning_rate"]])
+def test_malformed_overrides_are_config_errors(args):
+    with pytest.raises(ConfigError, match="command line"):
+        parse_overrides(args)
