@@ -18,7 +18,7 @@ No TensorFlow here: steps 1-4 are pure Python.
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Dict, List, Optional, Sequence, Tuple
 
 from .errors import (

@@ -14,7 +14,7 @@ the `rec` layer).
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from .config import Config
 from .errors import (

@@ -108,7 +108,7 @@ def random_batch(network, seed: int = 0):
             continue
         key = layer.opts["data_key"]
         data = network.extern_data[key]
-        shape, masks = [], []
+        shape = []
         for dim in data.dims:
             if dim.is_batch:
                 shape.append(len(BATCH_LENGTHS))

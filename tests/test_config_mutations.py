@@ -17,7 +17,7 @@ from netcompiler.dump import format_dot, format_json, format_text
 from netcompiler.errors import ConfigError
 from netcompiler.layer_base import registered_layer_classes
 from netcompiler.network import build_network
-from netcompiler.tensor import Dim, FeatureDim, SpatialDim
+from netcompiler.tensor import FeatureDim, SpatialDim
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CONFIG_NAMES = sorted(os.path.basename(p) for p in glob.glob(os.path.join(ROOT, "configs", "*.py")))

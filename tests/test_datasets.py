@@ -10,7 +10,7 @@ from netcompiler.engine.datasets import (
     Task12AXDataset,
     make_dataset,
 )
-from netcompiler.engine.datasets.base import SeqOrdering
+from netcompiler.engine.datasets.ordering import SeqOrdering
 from netcompiler.errors import (
     ConfigError,
     InvalidOptionError,

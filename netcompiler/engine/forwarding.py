@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Dict
 
-import numpy as np
 import tensorflow as tf
 
 from ..emit.ops import transpose_to

@@ -210,7 +210,7 @@ CASES = [
               {"sub": sub({"aux": {"class": "softmax", "n_out": 4, "loss": "ce", "from": "emb"},
                            "emb": lin(5), "output": rec(3, source="data")}, "data:classes"),
                **out("sub")},
-              {"sub/aux": f"[B, T|'time:classes', F|'sub/aux:feature'(4)] float32",
+              {"sub/aux": "[B, T|'time:classes', F|'sub/aux:feature'(4)] float32",
                "sub/data": "[B, T|'time:classes'] sparse 'classes:sparse'(4) int32",
                "sub": "[B, T|'time:classes', F|'sub/output:feature'(3)] float32"},
               params={"sub/emb": {"W": (4, 5), "b": (5,)}, "sub/output": lstm_params(4, 3)},
