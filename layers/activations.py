@@ -41,6 +41,18 @@ def check_activation(name, layer: str, option: str = "activation") -> None:
                                      f"known: {', '.join(sorted(ACTIVATION_NAMES))}")
 
 
+def activate(data, x, name):
+    """`x` (laid out as the template `data`) through the activation (chain) `name` (None: unchanged). Only a
+    chain with a function that normalises over the feature dim (softmax) runs with the feature axis moved last."""
+    from netcompiler.emit.ops import apply_on_axis
+
+    if name is None:
+        return x
+    if set(name.split("+")) & FEATURE_WISE and data.feature_dim_axis is not None:
+        return apply_on_axis(x, data.feature_dim_axis, lambda t: apply_activation(name, t))
+    return apply_activation(name, x)
+
+
 def apply_activation(name, x):
     """`x` passed through the activation (chain) `name`; None means identity."""
     if name is None:

@@ -6,7 +6,7 @@ from typing import Dict, List, Optional
 
 from netcompiler.errors import DimMismatchError
 from netcompiler.layer_base import NONE_TYPE, NUMBER, LayerBase, Option
-from netcompiler.lazy_tf import tf
+from netcompiler.lazy_tf import ops, tf
 from netcompiler.tensor import FEATURE, FLOAT_DTYPES, SPATIAL, Data, Dim, resolve_dim, resolve_dims
 
 from .elementwise import aligned_dims, broadcast_value, source_value
@@ -266,8 +266,6 @@ class StackLayer(LayerBase):
         return axis % (ndim + 1)
 
     def emit(self, ctx):
-        from netcompiler.emit import ops
-
         first = self.sources[0].output
         values = [ops.transpose_to(source_value(ctx, self, src), aligned_dims(src.output, first), first.dims)
                   for src in self.sources]

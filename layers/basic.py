@@ -4,17 +4,7 @@ from netcompiler.layer_base import NUMBER, LayerBase, Option
 from netcompiler.lazy_tf import tf
 from netcompiler.tensor import FLOAT_DTYPES
 
-from .activations import FEATURE_WISE, apply_activation, check_activation
-
-
-def activate(ctx, data, x, name):
-    """`x` (laid out as `data`) through the activation (chain) `name` (None: unchanged). Only a chain with a
-    function that normalises over the feature dim (softmax) runs with the feature axis moved last."""
-    if name is None:
-        return x
-    if set(name.split("+")) & FEATURE_WISE:
-        return ctx.apply_feature_wise(data, x, lambda t: apply_activation(name, t))
-    return apply_activation(name, x)
+from .activations import FEATURE_WISE, activate, check_activation
 
 
 class CopyLayer(LayerBase):
@@ -85,4 +75,4 @@ class ActivationLayer(LayerBase):
         return x.copy(name=self.name)
 
     def emit(self, ctx):
-        return activate(ctx, self.output, ctx.input(self), self.opts["activation"])
+        return activate(self.output, ctx.input(self), self.opts["activation"])

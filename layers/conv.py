@@ -22,7 +22,7 @@ from typing import List, Sequence, Tuple
 
 from netcompiler.errors import DimMismatchError
 from netcompiler.layer_base import NONE_TYPE, LayerBase, Option, ParamSpec
-from netcompiler.lazy_tf import tf
+from netcompiler.lazy_tf import ops, tf
 from netcompiler.tensor import FEATURE, SPATIAL, Data, Dim, conv_out_dim, split_dim
 
 from .activations import apply_activation, check_activation
@@ -109,8 +109,6 @@ class _WindowedLayer(LayerBase):
         """The input as [B, spatial..., C]: the input's spatial axes in order, `expand` new size-1 axes, then
         the feature axis as a spatial axis with 1 channel (`add_feature`, or when there is no feature axis),
         or split into (F // split, split channels), or else as the channels."""
-        from netcompiler.emit import ops
-
         data, x = self.input_data, ctx.input(self)
         feature = data.feature_dim
         spatial = [d for d in data.dims if not d.is_batch and d != feature]

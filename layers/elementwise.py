@@ -10,11 +10,10 @@ from typing import Any, List, Optional, Sequence, Tuple
 
 from netcompiler.layer_base import NONE_TYPE, LayerBase, Option, ParamSpec
 from netcompiler.errors import DimMismatchError
-from netcompiler.lazy_tf import tf
+from netcompiler.lazy_tf import ops, tf
 from netcompiler.tensor import DTYPES, FEATURE, FLOAT_DTYPES, Data, Dim, split_dim
 
-from .activations import FEATURE_WISE, check_activation
-from .basic import activate
+from .activations import FEATURE_WISE, activate, check_activation
 
 
 def broadcast_templates(layer: LayerBase, inputs: Sequence[Tuple[str, Data]], option: str = "from") -> Data:
@@ -104,8 +103,6 @@ def source_value(ctx, layer: LayerBase, src: LayerBase):
 def broadcast_value(x, data: Data, out: Data):
     """`x` (laid out as `data`) in `out`'s dim order, with size-1 axes for the dims of `out` it lacks, so that it
     broadcasts against a tensor laid out as `out` (feature dims aligned as in `broadcast_templates`)."""
-    from netcompiler.emit import ops
-
     return ops.broadcast_to_dims(x, aligned_dims(data, out), out.dims)
 
 
@@ -273,8 +270,8 @@ class CombineLayer(LayerBase):
             if kind == "average":  # times the reciprocal: grappler would turn a division into that in graphs only
                 y = y * tf.cast(1.0 / len(values), y.dtype)
         if self.opts["with_bias"]:
-            y = ctx.add_on_axis(y, ctx.param(self, "b"), self.output.feature_dim_axis)
-        return activate(ctx, self.output, y, self.opts["activation"])
+            y = ops.add_on_axis(y, ctx.param(self, "b"), self.output.feature_dim_axis)
+        return activate(self.output, y, self.opts["activation"])
 
     def _emit_eval(self, ctx):
         layout = broadcast_templates(self, source_inputs(self))  # the output before `out_type`
@@ -458,5 +455,5 @@ class GatingLayer(LayerBase):
     def emit(self, ctx):
         a, b = tf.split(ctx.input(self), 2, axis=self.input_data.feature_dim_axis)
         out = self.output
-        return activate(ctx, out, a, self.opts["activation"]) * activate(ctx, out, b, self.opts["gate_activation"])
+        return activate(out, a, self.opts["activation"]) * activate(out, b, self.opts["gate_activation"])
 

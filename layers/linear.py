@@ -2,10 +2,10 @@
 
 from netcompiler.errors import DimMismatchError
 from netcompiler.layer_base import NONE_TYPE, LayerBase, MissingOptionError, Option, ParamSpec
-from netcompiler.lazy_tf import tf
+from netcompiler.lazy_tf import ops, tf
 from netcompiler.tensor import Dim
 
-from .activations import apply_activation, check_activation
+from .activations import activate, check_activation
 
 
 class LinearLayer(LayerBase):
@@ -71,14 +71,14 @@ class LinearLayer(LayerBase):
         if self.input_data.sparse:
             y = tf.gather(weights, x)
         else:
-            y = ctx.matmul_feature(self.input_data, x, weights, self.output)
+            y = ops.matmul_on_feature(self.input_data, x, weights)
         if self.opts["with_bias"]:
-            y = ctx.add_on_axis(y, ctx.param(self, "b"), self.output.feature_dim_axis)
+            y = ops.add_on_axis(y, ctx.param(self, "b"), self.output.feature_dim_axis)
         activation = self.opts["activation"]
         if activation == "softmax":
             ctx.record_logits(self, y)
         if activation is not None:
-            y = ctx.apply_on_axis(y, self.output.feature_dim_axis, lambda t: apply_activation(activation, t))
+            y = activate(self.output, y, activation)
         return y
 
 

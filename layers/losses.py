@@ -18,7 +18,7 @@ are always flattened). Reported scores are always per frame.
 from typing import Optional
 
 from netcompiler.layer_base import NONE_TYPE, NUMBER, Option
-from netcompiler.lazy_tf import tf
+from netcompiler.lazy_tf import frames, ops, tf
 from netcompiler.loss_base import LossBase
 from netcompiler.tensor import FLOAT_DTYPES, Data
 
@@ -99,11 +99,8 @@ def frames_fit(out: Data, target: Data) -> bool:
 
 def batch_major_frames(ctx, data: Data, x):
     """The valid frames of `x` (laid out as `data`): [N, feature] or [N], batch-major, in time order."""
-    from netcompiler.emit import ops
-    from netcompiler.emit.frames import valid_frames
-
     first = data.copy(dims=batch_first_dims(data))
-    return valid_frames(ctx, first, ops.transpose_to(x, data.dims, first.dims))
+    return frames.valid_frames(ctx, first, ops.transpose_to(x, data.dims, first.dims))
 
 
 def batch_first_dims(data: Data):
@@ -375,8 +372,6 @@ class CtcLoss(CheckedLoss):
                                     f"{target.dim + 1}, but has {out.dim}", suggestion=f"set n_out={target.dim + 1}")
 
     def sums(self, ctx, output, target):
-        from netcompiler.emit import ops
-
         out, tgt = self.layer.output, self.target_layer.output
         logits = output_logits(ctx, self.layer, output, self.opts["output_in_log_space"])
         batch = batch_first_dims(out)[0]

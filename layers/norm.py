@@ -6,7 +6,7 @@ All three keep the input's template; they differ in their parameters.
 from typing import Dict, List, Sequence
 
 from netcompiler.layer_base import NUMBER, LayerBase, Option, ParamSpec
-from netcompiler.lazy_tf import tf
+from netcompiler.lazy_tf import ops, tf
 from netcompiler.tensor import Data, Dim, resolve_dims
 
 from .reduce import check_values, masked_moments, padding_mask
@@ -38,8 +38,6 @@ class _NormBase(LayerBase):
 
     def broadcast(self, value, dims: Sequence[Dim]):
         """`value` (laid out as `dims`) reordered and reshaped to broadcast against the input."""
-        from netcompiler.emit import ops
-
         return ops.broadcast_to_dims(value, dims, self.input_data.dims)
 
     def param_value(self, ctx, name: str, dims: Sequence[Dim]):

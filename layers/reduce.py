@@ -4,7 +4,7 @@ from typing import List, Sequence
 
 from netcompiler.errors import closest_match
 from netcompiler.layer_base import NONE_TYPE, NUMBER, LayerBase, Option
-from netcompiler.lazy_tf import tf
+from netcompiler.lazy_tf import ops, tf
 from netcompiler.tensor import SPATIAL, Data, Dim, resolve_dims, split_dim
 
 _AXES_TYPES = (str, int, list, tuple, Dim, NONE_TYPE)
@@ -141,8 +141,6 @@ class ReduceLayer(LayerBase):
         return reduced_template(self, x, reduced, self.opts["keep_dims"], dtype="int32", sparse_dim=reduced[0])
 
     def emit(self, ctx):
-        from netcompiler.emit import ops
-
         data = self.batch_moved(self.input_data)
         x = ops.transpose_to(ctx.input(self), self.input_data.dims, data.dims)
         reduced = resolve_dims(data, self.axes_option()[1], layer=self.name, option="axes")

@@ -4,7 +4,7 @@ import functools
 from typing import List, Tuple
 
 from netcompiler.layer_base import NONE_TYPE, NUMBER, LayerBase, Option
-from netcompiler.lazy_tf import tf
+from netcompiler.lazy_tf import ops, tf
 from netcompiler.tensor import SPATIAL, Data, Dim, conv_out_dim, pad_dim, resolve_dim, resolve_dims, slice_dim
 
 from .constant import INT_DTYPES
@@ -46,13 +46,6 @@ def _check_fill_value(layer: LayerBase, x: Data, option: str) -> None:
                           option=option, suggestion="use an integer value")
 
 
-def _ops():
-    """The emission helpers (`netcompiler.emit.ops`), imported on first use: they import TensorFlow."""
-    from netcompiler.emit import ops
-
-    return ops
-
-
 def _along(values, data: Data, axis: int):
     """A 1-D tensor (or a scalar) reshaped to lie along `axis` of a tensor laid out as `data`."""
     if values.shape.rank == 0:
@@ -80,7 +73,7 @@ def _take_frames(data: Data, x, dim: Dim, indices):
     indices = tf.clip_by_value(indices, 0, tf.shape(x)[axis] - 1)
     if indices.shape.rank == 1:
         return tf.gather(x, indices, axis=axis)
-    ops, batch = _ops(), data.batch_dim_axis
+    batch = data.batch_dim_axis
     y = tf.gather(ops.move_axis(x, batch, 0), indices, axis=axis + int(axis < batch), batch_dims=1)
     return ops.move_axis(y, 0, batch)
 
@@ -180,7 +173,7 @@ class GatherLayer(LayerBase):
 
     def _gather_by_layer(self, x, data: Data, positions: Data, indices):
         """tf.gather with the axes that `data` and `positions` share as its batch_dims."""
-        ops, dim = _ops(), self.axis_dim
+        dim = self.axis_dim
         shared = [d for d in data.dims if d != dim and positions.has_dim(d)]
         new_axes = [d for d in positions.dims if d not in shared]
         rest = [d for d in data.dims if d != dim and d not in shared]
@@ -347,7 +340,7 @@ class WindowLayer(LayerBase):
             x = tf.pad(x, paddings)
         y = tf.signal.frame(x, self.opts["window_size"], self.opts["stride"], axis=axis)  # window after axis
         batch = data.batch_dim_axis
-        return y if batch is None else _ops().move_axis(y, batch + int(batch > axis), 0)
+        return y if batch is None else ops.move_axis(y, batch + int(batch > axis), 0)
 
     def _left_right(self) -> Tuple[int, int]:
         size, left, right = (self.opts[k] for k in ("window_size", "window_left", "window_right"))

@@ -97,8 +97,6 @@ class SplitPartLayer(LayerBase):
     def __init__(self, parent: SplitLayer, index: int):
         self.layer_class = parent.layer_class
         self.index = index
-        self.loss = None
-        self.target_layer = None
         opts = {key: option.default for key, option in COMMON_OPTIONS.items() if not option.required}
         opts.update({"class": parent.layer_class, "from": [parent]})
         super().__init__(f"{parent.name}/{index}", parent.network, opts)

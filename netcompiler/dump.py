@@ -37,22 +37,14 @@ def format_text(network: Network) -> str:
         for name, spec in layer.params.items():
             shape = ", ".join(str(s) for s in spec.sizes)
             lines.append(f"{'':<{name_width}}    param {layer.name}/{name} [{shape}] ({spec.num_elements})")
-    params = sum(spec.num_elements for layer in layers for spec in layer.params.values())
-    lines.append(f"{len(layers)} layers, {params} parameters")
+    lines.append(f"{len(layers)} layers, {num_params(network)} parameters")
     return "\n".join(lines)
 
 
 def format_json(network: Network) -> str:
     layers = [layer_record(layer) for layer in network.all_layers()]
-    total = sum(sum(_product(s) for s in r["params"].values()) for r in layers)
-    return json.dumps({"layers": layers, "num_params": total, "notices": list(network.notices)}, indent=1)
-
-
-def _product(sizes) -> int:
-    n = 1
-    for s in sizes:
-        n *= s
-    return n
+    return json.dumps({"layers": layers, "num_params": num_params(network), "notices": list(network.notices)},
+                      indent=1)
 
 
 def format_dot(network: Network) -> str:

@@ -133,6 +133,10 @@ class LayerBase:
     options: ClassVar[Dict[str, Option]] = {}
     default_from: ClassVar[Any] = "data"
     """What "from" means when the config does not say; () for layers without inputs."""
+    loss = None
+    """The `LossBase` attached by the builder when the layer has a "loss" option."""
+    target_layer: Optional["LayerBase"] = None
+    """The layer the loss compares against."""
 
     def __init__(self, name: str, network: "Network", opts: Dict[str, Any]):
         self.name = name

@@ -1,5 +1,5 @@
-"""`tf`, imported on first use, so that layer modules can hold their emission code
-without importing TensorFlow when only templates are needed."""
+"""`tf` and the emission helpers that need it (`ops`, `frames` of `netcompiler.emit`), imported on first use,
+so that layer modules can hold their emission code without importing TensorFlow when only templates are needed."""
 
 import importlib
 
@@ -16,3 +16,5 @@ class _LazyModule:
 
 
 tf = _LazyModule("tensorflow")
+ops = _LazyModule("netcompiler.emit.ops")
+frames = _LazyModule("netcompiler.emit.frames")

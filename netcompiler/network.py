@@ -98,15 +98,17 @@ class Network:
                 if state.get(dep) == 2:
                     continue
                 if state.get(dep) == 1:
-                    cycle = path[path.index(dep):] + [dep]
-                    raise CycleError(
-                        "layers depend on each other in a cycle: " + " -> ".join(self.path(n) for n in cycle),
-                        layer=self.path(dep), location=self.location(dep),
-                        suggestion="one of these layers must take its input from elsewhere")
+                    raise self._cycle_error(path[path.index(dep):] + [dep])
                 state[dep] = 1
                 path.append(dep)
                 stack.append((dep, iter(self._local_dependencies(dep))))
         return order
+
+    def _cycle_error(self, cycle: List[str]) -> CycleError:
+        """The error for layers that depend on each other: `cycle` starts and ends with the same name."""
+        return CycleError("layers depend on each other in a cycle: " + " -> ".join(self.path(n) for n in cycle),
+                          layer=self.path(cycle[0]), location=self.location(cycle[0]),
+                          suggestion="one of these layers must take its input from elsewhere")
 
     def _local_dependencies(self, name: str) -> List[str]:
         """The layers of this network that layer `name` needs built first."""
@@ -126,8 +128,8 @@ class Network:
     @staticmethod
     def _target_references(d: Dict[str, Any]) -> List[Tuple[str, str]]:
         target = d.get("target")
-        if isinstance(target, str) and target.startswith("layer:"):
-            return [("target", target[len("layer:"):])]
+        if isinstance(target, str) and d.get("loss"):
+            return [("target", target_reference(target))]
         return []
 
     def _local_name(self, ref: str, user: str, option: str) -> Optional[str]:
@@ -165,9 +167,7 @@ class Network:
     def _construct(self, name: str) -> LayerBase:
         path = self.path(name)
         if name in self._constructing:
-            cycle = self._constructing[self._constructing.index(name):] + [name]
-            raise CycleError("layers depend on each other in a cycle: " + " -> ".join(self.path(n) for n in cycle),
-                             layer=path, location=self.location(name))
+            raise self._cycle_error(self._constructing[self._constructing.index(name):] + [name])
         self._constructing.append(name)
         try:
             d = self._raw(name, None, "from")
@@ -192,17 +192,13 @@ class Network:
             return
         if not any("n_out" in klass.__dict__.get("options", {}) for klass in cls.__mro__):
             return  # the class does not define its output size by n_out
-        target = opts.get("target") or "classes"
-        ref = target[len("layer:"):] if target.startswith("layer:") else f"data:{target}"
-        dim = self.get_layer(ref, name, "target").output.dim
+        dim = self.get_layer(target_reference(opts.get("target")), name, "target").output.dim
         if dim is not None:
             opts["n_out"] = dim + (1 if opts["loss"] == "ctc" else 0)
 
     def _attach_loss(self, layer: LayerBase) -> None:
         """Resolves the loss and its target, and checks them against the output template."""
         loss_name = layer.opts.get("loss")
-        layer.target_layer = None
-        layer.loss = None
         if not loss_name:
             return
         from .loss_base import loss_classes, make_loss  # the loss contract sits beside the layer contract
@@ -211,11 +207,8 @@ class Network:
         if cls is not None and not cls.need_target and not layer.opts.get("target"):
             layer.loss = make_loss(layer, loss_name, layer.opts.get("loss_opts") or {}, None)
             return
-        target = layer.opts.get("target") or "classes"
-        if target.startswith("layer:"):
-            layer.target_layer = self.get_layer(target[len("layer:"):], layer.name.split("/")[-1], "target")
-        else:
-            layer.target_layer = self.get_layer(f"data:{target}", layer.name.split("/")[-1], "target")
+        local_name = layer.name[len(self.prefix):]
+        layer.target_layer = self.get_layer(target_reference(layer.opts.get("target")), local_name, "target")
         layer.loss = make_loss(layer, loss_name, layer.opts.get("loss_opts") or {}, layer.target_layer)
 
     # --- references ---------------------------------------------------------------
@@ -271,8 +264,6 @@ class Network:
         cls = get_layer_class("source", self.path(name))
         opts, _ = cls.check_options({"class": "source", "data_key": key, "from": []}, self.path(name))
         layer = cls(self.path(name), self, opts)
-        layer.target_layer = None
-        layer.loss = None
         self.layers[name] = layer
         return layer
 
@@ -286,13 +277,6 @@ class Network:
         return self.config.layer_location(self.path(name)) if name else SourceLocation(
             self.config.path, self.config.network_line)
 
-    @property
-    def root(self) -> "Network":
-        net = self
-        while net.parent is not None:
-            net = net.parent
-        return net
-
     def all_layers(self) -> Iterator[LayerBase]:
         """Every built layer, nested networks' layers right after their owner's inputs, in build order."""
         for layer in self.layers.values():
@@ -302,6 +286,13 @@ class Network:
             yield layer
             for sub in getattr(layer, "built_sub_layers", lambda: [])():
                 yield sub
+
+
+def target_reference(target: Optional[str]) -> str:
+    """The layer reference a loss target names: "layer:x" is layer x, any other name an extern data key
+    (default "classes", as in RETURNN)."""
+    target = target or "classes"
+    return target[len("layer:"):] if target.startswith("layer:") else f"data:{target}"
 
 
 def build_network(config: Config, extern_data: Optional[Dict[str, Data]] = None) -> Network:

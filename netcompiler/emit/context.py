@@ -7,7 +7,7 @@ parameters, and whether this is a training pass.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Dict, Optional
 
 import tensorflow as tf
 
@@ -126,8 +126,9 @@ class EmitContext:
         sizes = self.size(dim)
         maxlen = tf.shape(x)[axis] if x is not None else tf.reduce_max(sizes)
         mask = tf.sequence_mask(sizes, maxlen=maxlen)  # [B, T]
-        return ops.broadcast_to_dims(mask, [d for d in data.dims if d.is_batch][:1] + [dim], data.dims) \
-            if data.has_batch else tf.sequence_mask(sizes, maxlen=maxlen)
+        if not data.has_batch:
+            return mask
+        return ops.broadcast_to_dims(mask, [data.dims[data.batch_dim_axis], dim], data.dims)
 
     def masked(self, data: Data, x: tf.Tensor, dim: Dim, fill) -> tf.Tensor:
         """`x` with the padded frames of `dim` set to `fill`."""
@@ -144,25 +145,6 @@ class EmitContext:
     # --- parameters and shared helpers -------------------------------------------------
     def param(self, layer, name: str) -> tf.Variable:
         return self.model.param(layer, name)
-
-    @staticmethod
-    def apply_on_axis(x: tf.Tensor, axis: int, fn: Callable[[tf.Tensor], tf.Tensor]) -> tf.Tensor:
-        return ops.apply_on_axis(x, axis, fn)
-
-    @staticmethod
-    def add_on_axis(x: tf.Tensor, vector: tf.Tensor, axis: int) -> tf.Tensor:
-        return ops.add_on_axis(x, vector, axis)
-
-    @staticmethod
-    def matmul_feature(data: Data, x: tf.Tensor, weights: tf.Tensor, out: Data) -> tf.Tensor:
-        return ops.matmul_on_feature(data, x, weights)
-
-    @staticmethod
-    def apply_feature_wise(data: Data, x: tf.Tensor, fn: Callable[[tf.Tensor], tf.Tensor]) -> tf.Tensor:
-        """`fn` with the feature axis last (elementwise functions do not care; softmax does)."""
-        if data.feature_dim_axis is None:
-            return fn(x)
-        return ops.apply_on_axis(x, data.feature_dim_axis, fn)
 
 
 def _scope_name(name: str) -> str:

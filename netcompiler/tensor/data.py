@@ -217,9 +217,5 @@ class Data:
     def __repr__(self):
         return f"Data({self.name!r}, {self.describe()}, {self.dtype})"
 
-    def same_layout(self, other: "Data") -> bool:
-        """Same dims in the same order, same dtype and sparse dim."""
-        return self.dims == other.dims and self.dtype == other.dtype and self.sparse_dim == other.sparse_dim
-
 
 __all__ = ["Data", "DTYPES", "FLOAT_DTYPES", "BATCH", "SPATIAL", "FEATURE"]

@@ -80,8 +80,6 @@ _SIZE_RULES = {
     "add": _sum_size,
     # product of parents (merge of axes)
     "mul": _product_size,
-    # one parent times a constant
-    "scale": lambda sizes, args, maximum: sizes[0] * args[0],
     # one parent divided by a constant, rounded up (split with padding)
     "ceildiv": lambda sizes, args, maximum: _ceildiv(sizes[0], args[0]),
     # one parent divided by a constant that divides it
@@ -302,14 +300,6 @@ def slice_dim(dim: Dim, start: Optional[int], end: Optional[int], step: Optional
     return _derive("slice", [dim], (start, end, step), dim.kind, desc)
 
 
-def scale_dim(dim: Dim, factor: int, description: Optional[str] = None) -> Dim:
-    """`dim` times a constant factor (repeat, upsampling)."""
-    if factor == 1:
-        return dim
-    desc = description or f"{dim.description}*{factor}"
-    return _derive("scale", [dim], (factor,), dim.kind, desc)
-
-
 def split_dim(dim: Dim, factor: int, pad: bool, description: Optional[str] = None) -> Dim:
     """The outer dim when `dim` is split into (outer, factor).
 
@@ -320,12 +310,3 @@ def split_dim(dim: Dim, factor: int, pad: bool, description: Optional[str] = Non
         return dim
     desc = description or f"{dim.description}//{factor}"
     return _derive("ceildiv" if pad else "floordiv", [dim], (factor,), dim.kind, desc)
-
-
-def is_derived_from(dim: Dim, ancestor: Dim) -> bool:
-    """Whether `dim` is `ancestor` or derived from it through any chain."""
-    if dim == ancestor:
-        return True
-    if dim.derivation is None:
-        return False
-    return any(is_derived_from(p, ancestor) for p in dim.derivation.parents)
