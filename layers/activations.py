@@ -2,7 +2,7 @@
 `activation` option. Names can be chained with "+" ("relu+dropout" is not one; "exp+log" applies exp, then log)."""
 
 from netcompiler.errors import InvalidOptionError, closest_match
-from netcompiler.lazy_tf import tf
+from netcompiler.lazy_tf import ops, tf
 
 
 def _tf_functions():
@@ -44,12 +44,10 @@ def check_activation(name, layer: str, option: str = "activation") -> None:
 def activate(data, x, name):
     """`x` (laid out as the template `data`) through the activation (chain) `name` (None: unchanged). Only a
     chain with a function that normalises over the feature dim (softmax) runs with the feature axis moved last."""
-    from netcompiler.emit.ops import apply_on_axis
-
     if name is None:
         return x
     if set(name.split("+")) & FEATURE_WISE and data.feature_dim_axis is not None:
-        return apply_on_axis(x, data.feature_dim_axis, lambda t: apply_activation(name, t))
+        return ops.apply_on_axis(x, data.feature_dim_axis, lambda t: apply_activation(name, t))
     return apply_activation(name, x)
 
 

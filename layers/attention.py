@@ -7,12 +7,11 @@ from typing import Dict, List, Optional
 from netcompiler.errors import DimMismatchError
 from netcompiler.layer_base import NONE_TYPE, NUMBER, LayerBase, Option
 from netcompiler.lazy_tf import ops, tf
-from netcompiler.tensor import FEATURE, FLOAT_DTYPES, SPATIAL, Data, Dim, resolve_dim, resolve_dims
+from netcompiler.tensor import FEATURE, FLOAT_DTYPES, INT_DTYPES, SPATIAL, Data, Dim, resolve_dim, resolve_dims
 
 from .elementwise import aligned_dims, broadcast_value, source_value
 
 AXES = (str, int, list, tuple, Dim)
-INT_DTYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
 
 
 def check_float_input(layer: LayerBase, data: Data, name: str, option: str = "from") -> None:

@@ -5,9 +5,8 @@ from typing import Any, List, Sequence, Tuple
 from netcompiler.errors import closest_match
 from netcompiler.layer_base import NONE_TYPE, NUMBER, LayerBase, Option, ParamSpec
 from netcompiler.lazy_tf import tf
-from netcompiler.tensor import DTYPES, SPATIAL, Data, Dim, batch_dim
+from netcompiler.tensor import DTYPES, INT_DTYPES, SPATIAL, Data, Dim, batch_dim
 
-INT_DTYPES = tuple(d for d in DTYPES if d.startswith(("int", "uint")))
 
 
 def check_dtype(layer: LayerBase, dtype: str, option: str = "dtype") -> str:

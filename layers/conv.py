@@ -26,7 +26,7 @@ from netcompiler.lazy_tf import ops, tf
 from netcompiler.tensor import FEATURE, SPATIAL, Data, Dim, conv_out_dim, split_dim
 
 from .activations import apply_activation, check_activation
-from .reduce import check_values, shape_list
+from .reduce import check_values
 
 _INT_OR_TUPLE = (int, tuple, list)
 
@@ -121,7 +121,7 @@ class _WindowedLayer(LayerBase):
         if add_feature or feature is None:
             return x[..., None]
         if split is not None:
-            shape = shape_list(x)
+            shape = ops.shape_list(x)
             return tf.reshape(x, shape[:-1] + [shape[-1] // split, split])
         return x
 

@@ -51,12 +51,8 @@ class LinearLayer(LayerBase):
                                      layer=self.name, option="n_out")
         return self.new_feature_dim(n_out)
 
-    def in_dim(self) -> Dim:
-        x = self.input_data
-        return x.sparse_dim if x.sparse else x.feature_dim
-
     def make_params(self):
-        in_dim, out_dim = self.in_dim(), self.output.feature_dim
+        in_dim, out_dim = self.projected_in_dim(), self.output.feature_dim
         shape = (out_dim, in_dim) if self.opts["use_transposed_weights"] else (in_dim, out_dim)
         params = {"W": ParamSpec(shape, self.opts["forward_weights_init"])}
         if self.opts["with_bias"]:
@@ -77,9 +73,7 @@ class LinearLayer(LayerBase):
         activation = self.opts["activation"]
         if activation == "softmax":
             ctx.record_logits(self, y)
-        if activation is not None:
-            y = activate(self.output, y, activation)
-        return y
+        return activate(self.output, y, activation)
 
 
 class SoftmaxLayer(LinearLayer):

@@ -20,7 +20,7 @@ from typing import Optional
 from netcompiler.layer_base import NONE_TYPE, NUMBER, Option
 from netcompiler.lazy_tf import frames, ops, tf
 from netcompiler.loss_base import LossBase
-from netcompiler.tensor import FLOAT_DTYPES, Data
+from netcompiler.tensor import FLOAT_DTYPES, Data, batch_dim
 
 LOG_EPS = 1e-20
 """Probabilities are clipped to at least this before their log (when no logits were recorded)."""
@@ -99,12 +99,8 @@ def frames_fit(out: Data, target: Data) -> bool:
 
 def batch_major_frames(ctx, data: Data, x):
     """The valid frames of `x` (laid out as `data`): [N, feature] or [N], batch-major, in time order."""
-    first = data.copy(dims=batch_first_dims(data))
+    first = data.copy_with_batch_first()
     return frames.valid_frames(ctx, first, ops.transpose_to(x, data.dims, first.dims))
-
-
-def batch_first_dims(data: Data):
-    return sorted(data.dims, key=lambda d: not d.is_batch)
 
 
 def per_frame(x, reduce):
@@ -374,10 +370,10 @@ class CtcLoss(CheckedLoss):
     def sums(self, ctx, output, target):
         out, tgt = self.layer.output, self.target_layer.output
         logits = output_logits(ctx, self.layer, output, self.opts["output_in_log_space"])
-        batch = batch_first_dims(out)[0]
+        batch = batch_dim
         logits = ops.transpose_to(logits, out.dims, [out.time_dim, batch, out.feature_dim])  # [T, B, classes + 1]
         logit_lengths = sequence_lengths(ctx, out.time_dim)
-        labels = tf.cast(ops.transpose_to(target, tgt.dims, batch_first_dims(tgt)), tf.int32)
+        labels = tf.cast(ops.transpose_to(target, tgt.dims, tgt.copy_with_batch_first().dims), tf.int32)
         label_lengths = sequence_lengths(ctx, tgt.time_dim)
         num_frames = tf.reduce_sum(label_lengths)
         if self.opts["target_collapse_repeated"]:

@@ -4,9 +4,9 @@ import math
 
 from netcompiler.layer_base import NONE_TYPE, NUMBER, LayerBase, Option
 from netcompiler.lazy_tf import tf
-from netcompiler.tensor import FEATURE, SPATIAL, Data, Dim, batch_dim, pad_dim, resolve_dim
+from netcompiler.tensor import FEATURE, INT_DTYPES, SPATIAL, Data, Dim, batch_dim, pad_dim, resolve_dim
 
-from .constant import INT_DTYPES, check_dtype
+from .constant import check_dtype
 
 AXIS = (str, int, Dim)
 

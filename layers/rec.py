@@ -12,7 +12,7 @@ from typing import Any, Dict, List, Tuple
 
 from netcompiler.errors import MissingOptionError, UnknownOptionError, closest_match
 from netcompiler.layer_base import NONE_TYPE, NUMBER, LayerBase, Option, ParamSpec
-from netcompiler.lazy_tf import tf
+from netcompiler.lazy_tf import ops, tf
 from netcompiler.tensor import Data, Dim, FeatureDim, resolve_dim
 
 from .activations import apply_activation, check_activation
@@ -214,8 +214,6 @@ class RecLayer(LayerBase):
         if n_out is None:
             raise MissingOptionError(f"class 'rec' with unit '{self.opts['unit']}' needs option 'n_out' "
                                      f"(the output feature size)", layer=self.name, option="n_out")
-        if n_out <= 0:
-            raise self.error(f"'n_out' must be positive, not {n_out}", option="n_out")
         return self.projected_output(self.new_feature_dim(n_out), time_dim=self._iteration_dim(self.input_data))
 
     def _iteration_dim(self, x: Data) -> Dim:
@@ -228,8 +226,7 @@ class RecLayer(LayerBase):
         return dim
 
     def make_params(self) -> Dict[str, ParamSpec]:
-        x = self.input_data
-        in_dim = x.sparse_dim if x.sparse else x.feature_dim
+        in_dim = self.projected_in_dim()
         out_dim = self.output.feature_dim
         n = out_dim.size
         gates = FeatureDim(f"{self.name}:{self.unit_kind.name}-gates", self.unit_kind.blocks * n)
@@ -284,7 +281,7 @@ class _TimeMajor:
     def flatten(self, x):
         data = self.data
         order = [self.time] + self.others + ([data.feature_dim] if data.feature_dim is not None else [])
-        x = tf.transpose(x, [data.dims.index(d) for d in order])
+        x = ops.transpose_to(x, data.dims, order)
         shape = tf.shape(x)
         self.frame_shape = shape[1:1 + len(self.others)]
         return tf.reshape(x, tf.concat([shape[:1], [-1], shape[1 + len(self.others):]], axis=0))
@@ -301,7 +298,7 @@ class _TimeMajor:
         """`y` [T, N, n] back to the layout of `out` (whose other dims are the input's)."""
         y = tf.reshape(y, tf.concat([tf.shape(y)[:1], self.frame_shape, [out.feature_dim.size]], axis=0))
         order = [self.time] + self.others + [out.feature_dim]
-        return tf.transpose(y, [order.index(d) for d in out.dims])
+        return ops.transpose_to(y, order, out.dims)
 
 
 def _valid_frames(lengths, max_len):

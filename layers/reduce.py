@@ -5,10 +5,9 @@ from typing import List, Sequence
 from netcompiler.errors import closest_match
 from netcompiler.layer_base import NONE_TYPE, NUMBER, LayerBase, Option
 from netcompiler.lazy_tf import ops, tf
-from netcompiler.tensor import SPATIAL, Data, Dim, resolve_dims, split_dim
+from netcompiler.tensor import FLOAT_DTYPES, SPATIAL, Data, Dim, resolve_dims, split_dim
 
 _AXES_TYPES = (str, int, list, tuple, Dim, NONE_TYPE)
-_FLOAT_PREFIXES = ("float", "bfloat")
 
 
 def reduced_template(layer: LayerBase, x: Data, reduced: List[Dim], keep_dims: bool, **changes) -> Data:
@@ -30,7 +29,7 @@ def check_values(layer: LayerBase, x: Data, need_float: bool) -> None:
     if x.sparse:
         raise layer.error(f"the input {x.describe()} is sparse (class indices); {layer.layer_class} needs values",
                           option="from", suggestion="embed the indices first, e.g. with a 'linear' layer")
-    if need_float and not x.dtype.startswith(_FLOAT_PREFIXES):
+    if need_float and x.dtype not in FLOAT_DTYPES:
         raise layer.error(f"the input {x.describe()} has dtype {x.dtype}; this needs floats", option="from",
                           suggestion="add a 'cast' layer")
 
@@ -206,7 +205,7 @@ class ReduceOutLayer(LayerBase):
     def emit(self, ctx):
         x = ctx.input(self)
         axis, pieces = self.input_data.feature_dim_axis, self.opts["num_pieces"]
-        shape = shape_list(x)
+        shape = ops.shape_list(x)
         x = tf.reshape(x, shape[:axis] + [shape[axis] // pieces, pieces] + shape[axis + 1:])
         return reduce_tensor(x, [axis + 1], self.opts["mode"], keep_dims=False)
 
@@ -244,9 +243,3 @@ class MathNormLayer(LayerBase):
         # square/sqrt where they fit: TF's graph optimiser rewrites pow(., 2) and pow(., 0.5) into them, and
         # the traced and the eager forward pass must agree bit for bit
         return tf.sqrt(total) if p == 2 else total if p == 1 else total ** (1.0 / p)
-
-
-def shape_list(x) -> list:
-    """The shape of `x`: python ints where static, scalar tensors where not."""
-    dynamic = tf.shape(x)
-    return [size if size is not None else dynamic[i] for i, size in enumerate(x.shape.as_list())]

@@ -4,9 +4,10 @@ from typing import Any, Dict
 
 from netcompiler.errors import DimMismatchError
 from netcompiler.layer_base import NONE_TYPE, LayerBase, Option
-from netcompiler.tensor import FEATURE, Data, Dim, pad_dim, resolve_axes, resolve_dim
+from netcompiler.lazy_tf import ops
+from netcompiler.tensor import FEATURE, INT_DTYPES, Data, Dim, pad_dim, resolve_axes, resolve_dim
 
-from .shape import axis_lengths, axis_slice, batch_first, moved, replaced, size_text, transpose_dims
+from .shape import axis_slice, moved, size_text
 
 
 class _NotSpecified:
@@ -82,13 +83,13 @@ class ReinterpretDataLayer(LayerBase):
 
     def _enforced_layout(self, x: Data) -> Data:
         if self.opts["enforce_batch_major"]:
-            return batch_first(x)
+            return x.copy_with_batch_first()
         if not self.opts["enforce_time_major"]:
             return x
         if x.time_dim is None:
             raise self.error(f"'enforce_time_major': the input {x.describe()} has no time axis",
                              option="enforce_time_major")
-        return moved(batch_first(x), x.time_dim, 0, x.name)
+        return moved(x.copy_with_batch_first(), x.time_dim, 0, x.name)
 
     def _switch_axes(self, x: Data) -> Data:
         desc = self.opts["switch_axes"]
@@ -121,7 +122,7 @@ class ReinterpretDataLayer(LayerBase):
             raise self.error(f"'size_base': the time axis of '{base.name}' {base.output.describe()} cannot replace "
                              f"the time axis of the input {x.describe()}", option="size_base", kind=DimMismatchError)
         self.size_base_axis = x.time_dim_axis
-        return replaced(x, x.time_dim, new, x.name)
+        return x.copy_replace_dim(x.time_dim, new)
 
     def _set_axes(self, x: Data) -> Data:
         given = self.opts["set_axes"]
@@ -156,7 +157,7 @@ class ReinterpretDataLayer(LayerBase):
                 raise self.error(f"'set_dim_tags' {key!r}: {new.short_repr()} ({size_text(new)}) cannot replace "
                                  f"{x.dim_label(old)} ({size_text(old)}) in {x.describe()}", option="set_dim_tags",
                                  kind=DimMismatchError)
-            x = replaced(x, old, new, x.name)
+            x = x.copy_replace_dim(old, new)
             self.renamed_dims.append((old, new))
         return x
 
@@ -173,7 +174,7 @@ class ReinterpretDataLayer(LayerBase):
             sparse_dim = pad_dim(sparse_dim, 0, increase, description=f"{sparse_dim.description}{increase:+d}")
         if sparse_dim == x.sparse_dim:
             return x
-        if sparse_dim is not None and not x.sparse and not x.dtype.startswith(("int", "uint")):
+        if sparse_dim is not None and not x.sparse and x.dtype not in INT_DTYPES:
             raise self.error(f"'set_sparse': sparse data holds class indices, but the input {x.describe()} has "
                              f"dtype {x.dtype}",
                              option="set_sparse", suggestion="add a 'cast' layer to int32 first")
@@ -204,12 +205,12 @@ class ReinterpretDataLayer(LayerBase):
         return Dim(given, FEATURE, f"{self.name}:sparse")
 
     def emit(self, ctx):
-        x = transpose_dims(ctx.input(self), self.input_data.dims, self.layout.dims)
+        x = ops.transpose_to(ctx.input(self), self.input_data.dims, self.layout.dims)
         for old, new in self.renamed_dims:
             if new.is_dynamic and new.derivation is None:
                 ctx.set_size(new, ctx.size(old))
         if self.size_base_axis is None:
             return x
         base = self.opts["size_base"]
-        base_length = axis_lengths(ctx.value(base))[base.output.time_dim_axis]  # also makes its sizes known
+        base_length = ops.shape_list(ctx.value(base))[base.output.time_dim_axis]  # also makes its sizes known
         return axis_slice(x, self.size_base_axis, 0, base_length)

@@ -5,9 +5,9 @@ from typing import List, Tuple
 
 from netcompiler.layer_base import NONE_TYPE, NUMBER, LayerBase, Option
 from netcompiler.lazy_tf import ops, tf
-from netcompiler.tensor import SPATIAL, Data, Dim, conv_out_dim, pad_dim, resolve_dim, resolve_dims, slice_dim
-
-from .constant import INT_DTYPES
+from netcompiler.tensor import (
+    INT_DTYPES, SPATIAL, Data, Dim, conv_out_dim, pad_dim, resolve_dim, resolve_dims, slice_dim,
+)
 
 AXIS = (str, int, Dim)
 AXES = AXIS + (list, tuple)

@@ -6,7 +6,7 @@ from operator import mul
 from typing import Any, List, Sequence
 
 from netcompiler.layer_base import NONE_TYPE, NUMBER, LayerBase, Option
-from netcompiler.lazy_tf import tf
+from netcompiler.lazy_tf import ops, tf
 from netcompiler.tensor import (
     FEATURE, SPATIAL, Data, Dim, merge_dims, resolve_axes, resolve_axis, split_dim,
 )
@@ -27,17 +27,6 @@ def moved(data: Data, dim: Dim, position: int, name: str) -> Data:
     return data.copy(dims=rest[:position] + [dim] + rest[position:], name=name)
 
 
-def batch_first(data: Data) -> Data:
-    """`data` with the batch axis (if any) moved to the front."""
-    return data if not data.has_batch else moved(data, data.dims[data.batch_dim_axis], 0, data.name)
-
-
-def replaced(data: Data, old: Dim, new: Dim, name: str) -> Data:
-    """`data` with the axis of `old` carrying `new` instead; the roles of `old` move to `new`."""
-    roles = {role: new if getattr(data, role) == old else getattr(data, role) for role in ("time_dim", "feature_dim")}
-    return data.copy(dims=[new if d == old else d for d in data.dims], name=name, **roles)
-
-
 def check_position(layer: LayerBase, value: int, count: int, option: str) -> int:
     """`value` as a position among `count` places (negative from the end); an error if out of range."""
     if not -count <= value < count:
@@ -51,12 +40,6 @@ def size_text(dim: Dim) -> str:
 
 
 # --- emission helpers shared by the layers of this family ---------------------------------------------------
-def transpose_dims(x, have: Sequence[Dim], want: Sequence[Dim]):
-    """`x` (axes carrying `have`) with its axes reordered to `want` (the same dims)."""
-    have, want = list(have), list(want)
-    return x if have == want else tf.transpose(x, [have.index(d) for d in want])
-
-
 def relayout(x, have: Sequence[Dim], want: Sequence[Dim]):
     """`x` (axes carrying `have`) laid out as `want`: axes only in `have` (size 1) are squeezed away, axes only
     in `want` (static) are added, their values repeated (tf.tile), the others are transposed."""
@@ -64,18 +47,12 @@ def relayout(x, have: Sequence[Dim], want: Sequence[Dim]):
     if gone:
         x = tf.squeeze(x, gone)
     kept = [d for d in have if d in want]
-    x = transpose_dims(x, kept, [d for d in want if d in kept])
+    x = ops.transpose_to(x, kept, [d for d in want if d in kept])
     added = [i for i, d in enumerate(want) if d not in kept]
     for i in added:
         x = tf.expand_dims(x, i)
     multiples = [want[i].size if i in added else 1 for i in range(len(want))]
     return tf.tile(x, multiples) if any(m != 1 for m in multiples) else x
-
-
-def axis_lengths(x) -> List[Any]:
-    """The lengths of the axes of `x`: Python ints where static, scalar int32 tensors where not."""
-    dynamic = tf.shape(x)
-    return [n if n is not None else dynamic[i] for i, n in enumerate(x.shape.as_list())]
 
 
 def product(values: Sequence[Any]):
@@ -164,8 +141,8 @@ class MergeDimsLayer(LayerBase):
         merged = merge_dims(parts)
         position = out.axis_of(merged)
         rest = [d for d in out.dims if d != merged]
-        x = transpose_dims(x, self.input_data.dims, rest[:position] + parts + rest[position:])
-        lengths = axis_lengths(x)
+        x = ops.transpose_to(x, self.input_data.dims, rest[:position] + parts + rest[position:])
+        lengths = ops.shape_list(x)
         part_lengths = lengths[position:position + len(parts)]
         y = tf.reshape(x, lengths[:position] + [product(part_lengths)] + lengths[position + len(parts):])
         return self._compacted(ctx, y, part_lengths) if self._needs_compaction() else y
@@ -186,8 +163,8 @@ class MergeDimsLayer(LayerBase):
         positions = tf.range(total)
         order = tf.argsort(tf.where(valid, positions, positions + total), axis=1)  # valid frames first, in order
         inner = [batch, merged] + [d for d in out.dims if d not in (batch, merged)]
-        gathered = tf.gather(transpose_dims(y, out.dims, inner), order, axis=1, batch_dims=1)
-        return transpose_dims(gathered, inner, out.dims)
+        gathered = tf.gather(ops.transpose_to(y, out.dims, inner), order, axis=1, batch_dims=1)
+        return ops.transpose_to(gathered, inner, out.dims)
 
 
 class SplitDimsLayer(LayerBase):
@@ -266,7 +243,7 @@ class SplitDimsLayer(LayerBase):
         known = product([max(s, 1) for s in self.split_sizes])
         if self.split_pad:
             x = self._padded_to_multiple(ctx, x, axis, known)
-        lengths = axis_lengths(x)
+        lengths = ops.shape_list(x)
         parts = [lengths[axis] // known if s == -1 else s for s in self.split_sizes]
         return tf.reshape(x, lengths[:axis] + parts + lengths[axis + 1:])
 
@@ -275,7 +252,7 @@ class SplitDimsLayer(LayerBase):
         pad_value = self.opts["pad_value"]
         if self.split_axis_dim.is_dynamic:
             x = ctx.masked(self.input_data, x, self.split_axis_dim, pad_value)
-        missing = (-axis_lengths(x)[axis]) % multiple
+        missing = (-ops.shape_list(x)[axis]) % multiple
         if isinstance(missing, int) and missing == 0:
             return x
         paddings = [[0, missing] if a == axis else [0, 0] for a in range(x.shape.rank)]
@@ -306,7 +283,7 @@ class ExpandDimsLayer(RelayoutLayer):
             raise self.error(f"'dim' is {size}; the new axis needs a size of at least 1", option="dim")
         axis = self.opts["axis"]
         if isinstance(axis, int):
-            x = batch_first(x)
+            x = x.copy_with_batch_first()
             position = check_position(self, axis, x.batch_ndim + 1, "axis")
             new = Dim(size, SPATIAL, f"{self.name}:expand")
             grown = x.copy(dims=x.dims + (new,), time_dim=x.time_dim or new, feature_dim=x.feature_dim)

@@ -5,7 +5,7 @@ from typing import Dict, List, Optional, Tuple
 from netcompiler.layer_base import COMMON_OPTIONS, NONE_TYPE, LayerBase, MissingOptionError, Option
 from netcompiler.tensor import Dim, resolve_dim
 
-from .shape import AXIS_TYPES, axis_slice, replaced, size_text
+from .shape import AXIS_TYPES, axis_slice, size_text
 
 
 class SplitLayer(LayerBase):
@@ -107,7 +107,7 @@ class SplitPartLayer(LayerBase):
 
     def make_output(self):
         parent = self.parent
-        return replaced(parent.output, parent.split_dim, parent.part_dims[self.index], self.name)
+        return parent.output.copy_replace_dim(parent.split_dim, parent.part_dims[self.index], name=self.name)
 
     def emit(self, ctx):
         parent = self.parent

@@ -25,7 +25,7 @@ from .errors import (
     ConfigError, DimMismatchError, InvalidOptionError, MissingOptionError, UnknownLayerClassError,
     UnknownOptionError, closest_match,
 )
-from .tensor import Data, Dim, FEATURE, concat_dims
+from .tensor import FEATURE, FLOAT_DTYPES, Data, Dim, concat_dims
 
 if TYPE_CHECKING:  # pragma: no cover
     from .network import Network
@@ -310,10 +310,16 @@ class LayerBase:
         if x.feature_dim.size is None:
             raise self.error(f"the input's feature dim {x.feature_dim.short_repr()} is dynamic; "
                              f"a weight matrix needs a static size", option="from")
-        if not x.dtype.startswith("float"):
+        if x.dtype not in FLOAT_DTYPES:
             raise self.error(f"the input {x.describe()} has dtype {x.dtype}; '{self.layer_class}' needs floats "
                              f"(or sparse indices)", option="from", suggestion="add a 'cast' layer")
         return x.copy_replace_dim(x.feature_dim, out_dim, name=self.name, **changes)
+
+    def projected_in_dim(self) -> Dim:
+        """The input dim a weight matrix of `projected_output` maps from: the classes of a sparse input, else
+        the feature dim."""
+        x = self.input_data
+        return x.sparse_dim if x.sparse else x.feature_dim
 
     def new_feature_dim(self, size: int, description: Optional[str] = None) -> Dim:
         """A new feature dim of this layer, named '<layer>:feature'."""

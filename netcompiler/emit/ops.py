@@ -20,6 +20,12 @@ def move_axis(x: tf.Tensor, source: int, destination: int) -> tf.Tensor:
     return tf.transpose(x, perm)
 
 
+def shape_list(x: tf.Tensor) -> list:
+    """The shape of `x`: Python ints where static, scalar int32 tensors where not."""
+    dynamic = tf.shape(x)
+    return [n if n is not None else dynamic[i] for i, n in enumerate(x.shape.as_list())]
+
+
 def apply_on_axis(x: tf.Tensor, axis: int, fn: Callable[[tf.Tensor], tf.Tensor]) -> tf.Tensor:
     """`fn` applied with `axis` moved last (where TF's softmax & co. work), moved back after."""
     last = x.shape.rank - 1

@@ -4,13 +4,13 @@ Nothing here imports TensorFlow.
 """
 
 from .axes import resolve_axes, resolve_axis, resolve_dim, resolve_dims
-from .data import DTYPES, FLOAT_DTYPES, Data
+from .data import DTYPES, FLOAT_DTYPES, INT_DTYPES, Data
 from .dim import (
     BATCH, FEATURE, SPATIAL, Dim, FeatureDim, SpatialDim, batch_dim, concat_dims, conv_out_dim, merge_dims,
     pad_dim, slice_dim, split_dim,
 )
 
 __all__ = [
-    "BATCH", "FEATURE", "SPATIAL", "DTYPES", "FLOAT_DTYPES", "Data", "Dim", "FeatureDim", "SpatialDim", "batch_dim",
+    "BATCH", "FEATURE", "SPATIAL", "DTYPES", "FLOAT_DTYPES", "INT_DTYPES", "Data", "Dim", "FeatureDim", "SpatialDim", "batch_dim",
     "concat_dims", "conv_out_dim", "merge_dims", "pad_dim", "slice_dim", "split_dim", "resolve_axes", "resolve_axis", "resolve_dim", "resolve_dims",
 ]

@@ -13,6 +13,7 @@ DTYPES = (
 )
 
 FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
+INT_DTYPES = tuple(d for d in DTYPES if d.startswith(("int", "uint")))
 
 _DEFAULT = object()
 
@@ -163,10 +164,8 @@ class Data:
         """A copy with the axis of `old` now carrying `new` (roles move along)."""
         axis = self.axis_of(old)
         dims = self.dims[:axis] + (new,) + self.dims[axis + 1:]
-        if "time_dim" not in changes and self._time_dim == old:
-            changes["time_dim"] = new if new.kind != BATCH else None
-        if "feature_dim" not in changes and self._feature_dim == old:
-            changes["feature_dim"] = new
+        changes.setdefault("time_dim", (None if new.is_batch else new) if self._time_dim == old else self._time_dim)
+        changes.setdefault("feature_dim", new if self._feature_dim == old else self._feature_dim)
         return self.copy(dims=dims, **changes)
 
     def copy_without_dims(self, removed: Iterable[Dim], **changes) -> "Data":
@@ -218,4 +217,4 @@ class Data:
         return f"Data({self.name!r}, {self.describe()}, {self.dtype})"
 
 
-__all__ = ["Data", "DTYPES", "FLOAT_DTYPES", "BATCH", "SPATIAL", "FEATURE"]
+__all__ = ["Data", "DTYPES", "FLOAT_DTYPES", "INT_DTYPES", "BATCH", "SPATIAL", "FEATURE"]
