@@ -196,7 +196,7 @@ HAND = {"blstm": {"tf-blocklstm": lambda: HandBLSTM("block"), "tf-scan-lstm": la
 def netcompiler_side(config):
     model = CompiledNetwork(build_network(config))
     optimizer = make_optimizer(config.values)  # as compile-net's Session.train
-    trainer = Trainer(model, optimizer, {}, clip_gradients_fn(config.values),
+    trainer = Trainer(model, optimizer, None, clip_gradients_fn(config.values),
                       stop_on_nonfinite=bool(config.get("stop_on_nonfinite_train_score", True)), log=open(os.devnull, "w"))
     optimizer.build(model.trainable_params)
     return model, lambda x, y, n: trainer.train_step({"data": x, "classes": y}, {"data": n, "classes": n})[1]

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from netcompiler.engine.batching import Batch, Chunking, chunk_spans, iterate_batches, parse_chunking
+from netcompiler.engine.batching import Batch, Chunking, chunk_spans, iterate_batches, parse_batching, parse_chunking
 from netcompiler.engine.datasets import StaticDataset, Task12AXDataset
 from netcompiler.errors import InvalidOptionError
 
@@ -29,7 +29,7 @@ def make_dataset(lengths, class_lengths=None, **opts):
 
 
 def batches(dataset, **kw):
-    return list(iterate_batches(dataset, **kw))
+    return list(iterate_batches(dataset, parse_batching(**kw)))
 
 
 def unpadded(batch, key, row):
@@ -202,7 +202,7 @@ def test_random_order_batches_depend_on_epoch_only():
     def tags(epoch, dataset=None):
         dataset = dataset or Task12AXDataset(num_seqs=40, seq_ordering="random", fixed_random_seed=None)
         dataset.init_epoch(epoch)
-        return [t for b in iterate_batches(dataset, batch_size=400, max_seqs=8) for t in b.seq_tags]
+        return [t for b in iterate_batches(dataset, parse_batching(batch_size=400, max_seqs=8)) for t in b.seq_tags]
 
     assert tags(1) == tags(1) and tags(1) != tags(2)
     assert sorted(tags(1)) == sorted(tags(2)) == sorted(f"seq-{i}" for i in range(40))

@@ -428,7 +428,10 @@ def line_of(path, needle):
      "layer 'lstm': option 'n_ot' unknown for class 'rec' -- did you mean 'n_out'?"),
     ('"num_seqs": 1000', '"num_seq": 1000', '"num_seq"', "option 'num_seq' unknown"),
     ('{"class": "adam"}', '{"class": "adam", "epsilom": 1e-8}', '"epsilom"', "option 'epsilom' unknown"),
-], ids=["layer-option", "dataset-option", "optimizer-option"])
+    ("batch_size = 5000", 'batch_size = "5000"', "batch_size = ",
+     "config key 'batch_size': must be a positive int"),
+    ("num_epochs = 5", "num_epochs = 0", "num_epochs = ", "config key 'num_epochs': must be a positive int"),
+], ids=["layer-option", "dataset-option", "optimizer-option", "batch-size", "num-epochs"])
 def test_config_mistake_is_one_line_with_file_and_line(tmp_path, old, new, located_at, expected):
     source = Path(DEMO).read_text(encoding="utf-8")
     assert old in source

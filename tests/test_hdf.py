@@ -10,7 +10,7 @@ import h5py
 import numpy as np
 import pytest
 
-from netcompiler.engine.batching import iterate_batches
+from netcompiler.engine.batching import iterate_batches, parse_batching
 from netcompiler.engine.datasets import HDFDataset, hdf_writer, make_dataset
 from netcompiler.errors import DataFileError
 
@@ -108,7 +108,7 @@ def test_hdf_dataset_batches(tmp_path):
     write_hdf(str(tmp_path / "a.hdf"), [{"data": s["data"], "classes": s["classes"]} for s in seqs])
     dataset = HDFDataset(files=[str(tmp_path / "a.hdf")])
     dataset.init_epoch(1)
-    batches = list(iterate_batches(dataset, batch_size=20, max_seqs=3))
+    batches = list(iterate_batches(dataset, parse_batching(batch_size=20, max_seqs=3)))
     # 2 * 9 <= 20 frames, then 3 * 9 > 20
     assert [b.seq_tags for b in batches] == [["seq-0", "seq-1"], ["seq-2", "seq-3"]]
     assert np.array_equal(batches[1].data["classes"][0, :2], seqs[2]["classes"])

@@ -15,7 +15,7 @@ No TensorFlow here: batches are numpy arrays, padded with zeros.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple, Union
 
 import numpy as np
@@ -131,7 +131,8 @@ def _dict_chunking(size: Dict[str, Any], step: Any) -> Chunking:
     return Chunking({k: int(v) for k, v in size.items()}, {k: int(v) for k, v in step.items()})
 
 
-def _positive_int(value: Any, name: str, *, allow_unlimited: bool = False) -> float:
+def positive_int_setting(value: Any, name: str, *, allow_unlimited: bool = False) -> float:
+    """`value` of config key `name` as a positive int (math.inf for -1/None if `allow_unlimited`)."""
     if allow_unlimited and (value is None or (_is_int(value) and value == -1)):
         return math.inf
     if not _is_int(value) or value <= 0:
@@ -289,33 +290,44 @@ def _pad(parts: List[np.ndarray], spec) -> np.ndarray:
     return padded
 
 
-def iterate_batches(
-    dataset,
-    *,
-    batch_size: int,
-    max_seqs: int,
-    chunking: Any = None,
-    max_seq_length: Any = None,
-) -> Iterator[Batch]:
+@dataclass(frozen=True)
+class BatchSettings:
+    """The batching settings of a config, checked (see `parse_batching`)."""
+
+    batch_size: float
+    max_seqs: float
+    chunking: Optional[Chunking] = None
+    max_seq_length: Dict[str, int] = field(default_factory=dict)
+
+    def whole_sequences(self) -> "BatchSettings":
+        """The same without chunking and length limit: for dev/eval scores and forwarding (as RETURNN)."""
+        return replace(self, chunking=None, max_seq_length={})
+
+
+def parse_batching(*, batch_size: Any, max_seqs: Any, chunking: Any = None, max_seq_length: Any = None
+                   ) -> BatchSettings:
+    """Checks the config's batching settings once, before any batch is made (errors name the config key)."""
+    return BatchSettings(positive_int_setting(batch_size, "batch_size"),
+                         positive_int_setting(max_seqs, "max_seqs", allow_unlimited=True),
+                         parse_chunking(chunking), parse_max_seq_length(max_seq_length))
+
+
+def iterate_batches(dataset, settings: BatchSettings) -> Iterator[Batch]:
     """The batches of the dataset's current epoch (call `dataset.init_epoch` first), in order.
 
     Sequences keep the epoch's order; a batch is closed as soon as the next
     sequence (or chunk) would make it exceed `batch_size` padded frames for
     some key, or `max_seqs` sequences. See the module docstring for the options.
     """
-    size_limit = _positive_int(batch_size, "batch_size")
-    seqs_limit = _positive_int(max_seqs, "max_seqs", allow_unlimited=True)
-    chunks = parse_chunking(chunking)
-    limits = parse_max_seq_length(max_seq_length)
     spec = dataset.data_spec()
-    plan = _BatchPlan(size_limit, seqs_limit)
-    for piece in _pieces(dataset, chunks):
+    plan = _BatchPlan(settings.batch_size, settings.max_seqs)
+    for piece in _pieces(dataset, settings.chunking):
         lengths = piece.lengths()
-        if _too_long(lengths, limits):
+        if _too_long(lengths, settings.max_seq_length):
             continue
         if not plan.fits(lengths):
             yield _assemble(dataset, plan.pieces, spec)
-            plan = _BatchPlan(size_limit, seqs_limit)
+            plan = _BatchPlan(settings.batch_size, settings.max_seqs)
         plan.add(piece, lengths)
     if plan.pieces:
         yield _assemble(dataset, plan.pieces, spec)

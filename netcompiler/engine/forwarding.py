@@ -37,10 +37,9 @@ def forward_to_hdf(model, dataset, layer_name: str, output_file: str, batching: 
         sizes = ctx.size(time_dim) if time_dim is not None else tf.fill([tf.shape(value)[0]], tf.shape(value)[1])
         return value, sizes
 
-    seqs, tags = [], []
+    seqs = []
     dataset.init_epoch(1)
-    whole = dict(batching, chunking=None, max_seq_length=None)  # every sequence, uncut, as RETURNN forwards
-    for inputs, lengths in batch_stream(dataset, 1, keys, whole):
+    for inputs, lengths in batch_stream(dataset, keys, batching.whole_sequences()):  # uncut, as RETURNN forwards
         values, sizes = run(inputs, lengths)
         values, sizes = values.numpy(), sizes.numpy()
         for row in range(values.shape[0]):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import sys
+import time
 from typing import Dict, List, Optional, Sequence
 
 from ..config import Config, load_config
@@ -73,13 +74,12 @@ class Session:
             raise InvalidOptionError(f"must be a path prefix string, not {model!r}", subject="config key 'model'")
         return model
 
-    def batching(self) -> Dict:
-        from .batching import parse_chunking
+    def batching(self):
+        from .batching import parse_batching
 
-        chunking = self.config.get("chunking")
-        parse_chunking(chunking)
-        return {"batch_size": self.config.get("batch_size", 5000), "max_seqs": self.config.get("max_seqs", -1),
-                "chunking": chunking, "max_seq_length": self.config.get("max_seq_length")}
+        get = self.config.get
+        return parse_batching(batch_size=get("batch_size", 5000), max_seqs=get("max_seqs", -1),
+                              chunking=get("chunking"), max_seq_length=get("max_seq_length"))
 
     def dataset(self, key: str, required: bool = True):
         from .datasets import make_dataset
@@ -104,12 +104,13 @@ class Session:
         from .checkpoints import CheckpointManager
         from .learning_rate import LearningRateControl
         from .optimizers import clip_gradients_fn, make_optimizer, set_learning_rate
-        from .trainer import Trainer, format_duration, format_scores, wall_clock
+        from .batching import positive_int_setting
+        from .trainer import Trainer, format_duration, format_scores
 
         tf = self.tf
         values = self.config.values
-        num_epochs = int(self.config.get("num_epochs", 5))
-        save_interval = int(self.config.get("save_interval", 1))
+        num_epochs = positive_int_setting(self.config.get("num_epochs", 5), "num_epochs")
+        save_interval = positive_int_setting(self.config.get("save_interval", 1), "save_interval")
         learning_rates = LearningRateControl.from_config(values, self.model_prefix)
         optimizer = make_optimizer(values)
         trainer = Trainer(self.model, optimizer, self.batching(), clip_gradients_fn(values),
@@ -131,7 +132,7 @@ class Session:
             print(f"all {num_epochs} epochs are done (checkpoint {last_checkpoint})", file=self.log)
             return
         for epoch in range(start_epoch, num_epochs + 1):
-            started = wall_clock()
+            started = time.monotonic()
             lr = learning_rates.learning_rate_for_epoch(epoch)
             set_learning_rate(optimizer, lr)
             train_scores = trainer.train_epoch(train_data, epoch, last_checkpoint)
@@ -144,12 +145,11 @@ class Session:
             learning_rates.record(epoch, record)
             if epoch % save_interval == 0 or epoch == num_epochs:
                 last_checkpoint = checkpoints.save(epoch, state, {"learning_rate": lr})
-                learning_rates.save()
             with summary.as_default(step=epoch):
                 for name, value in record.items():
                     tf.summary.scalar(name, value)
                 tf.summary.scalar("learning_rate", lr)
-            print(f"epoch {epoch}  " + "  ".join(parts) + f"  lr {lr:g}  {format_duration(wall_clock() - started)}",
+            print(f"epoch {epoch}  " + "  ".join(parts) + f"  lr {lr:g}  {format_duration(time.monotonic() - started)}",
                   file=self.log, flush=True)
 
     def _resume_or_import(self, checkpoints, state) -> int:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import sys
-import time
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional
 
@@ -12,6 +11,7 @@ import tensorflow as tf
 
 from ..emit.model import CompiledNetwork
 from ..errors import TrainingError
+from .batching import BatchSettings
 from .feeding import tf_batches
 from .progress import Progress
 
@@ -43,7 +43,7 @@ class Trainer:
     batch and time open, so they are traced once, not per batch shape.
     """
 
-    def __init__(self, model: CompiledNetwork, optimizer, batching: Dict, clip_gradients=None,
+    def __init__(self, model: CompiledNetwork, optimizer, batching: Optional[BatchSettings], clip_gradients=None,
                  stop_on_nonfinite: bool = True, log=sys.stdout):
         self.model = model
         self.optimizer = optimizer
@@ -94,7 +94,7 @@ class Trainer:
         scores = Scores()
         dataset.init_epoch(epoch)
         progress = Progress(total=dataset.num_seqs(), desc=f"epoch {epoch}", stream=self.log)
-        for step, (inputs, lengths) in enumerate(tf_batches(dataset, epoch, self.signature, self.batching), 1):
+        for step, (inputs, lengths) in enumerate(tf_batches(dataset, self.signature, self.batching), 1):
             results, objective = self.train_step(inputs, lengths)
             value = float(objective)
             if not math.isfinite(value) and self.stop_on_nonfinite:
@@ -115,8 +115,8 @@ class Trainer:
     def evaluate(self, dataset, epoch: int) -> Scores:
         """Losses and errors of a whole dataset pass (no training, no dropout)."""
         scores = Scores()
-        whole = dict(self.batching, chunking=None)  # RETURNN chunks only the training data (unless chunk_eval)
-        for inputs, lengths in tf_batches(dataset, epoch, self.signature, whole):
+        dataset.init_epoch(epoch)
+        for inputs, lengths in tf_batches(dataset, self.signature, self.batching.whole_sequences()):
             results, _ = self.eval_step(inputs, lengths)
             scores.add(results)
         return scores
@@ -137,7 +137,3 @@ def format_scores(prefix: str, scores: Scores, loss_names: Dict[str, str], error
         error = f" {error_names[layer]} {values['error']:.3f}" if error_names[layer] else ""
         parts.append(f"{prefix} {label}{loss_names[layer]} {values['loss']:.3f}{error}")
     return parts
-
-
-def wall_clock() -> float:
-    return time.monotonic()

@@ -34,6 +34,7 @@ from netcompiler.errors import (
     UnknownOptionError,
     closest_match,
 )
+from netcompiler.layer_base import matches_types, type_names
 
 from .ordering import SeqOrdering, make_seq_order, partition_of_epoch
 
@@ -127,20 +128,6 @@ class Option:
     doc: str = ""
 
 
-_TYPE_NAMES = {int: "an int", float: "a number", str: "a str", bool: "a bool",
-               list: "a list", tuple: "a tuple", dict: "a dict"}
-
-
-def _has_type(value: Any, types: Tuple[type, ...]) -> bool:
-    if isinstance(value, (bool, np.bool_)):
-        return bool in types
-    if isinstance(value, (int, np.integer)):
-        return int in types or float in types
-    if isinstance(value, (float, np.floating)):
-        return float in types
-    return isinstance(value, types)
-
-
 def _normalize(value: Any) -> Any:
     """numpy scalars -> Python scalars, so that options compare and print plainly."""
     if isinstance(value, np.generic):
@@ -161,12 +148,6 @@ def non_negative(value: Any) -> Optional[str]:
 def valid_seed(value: Any) -> Optional[str]:
     """Option check: usable as a numpy random seed (0 <= seed < 2**32)."""
     return None if 0 <= value < 2**32 else f"must be in [0, 2**32), got {value!r}"
-
-
-def describe_types(types: Tuple[type, ...]) -> str:
-    """'an int or a dict' for (int, dict)."""
-    names = [_TYPE_NAMES.get(t, t.__name__) for t in types]
-    return " or ".join(dict.fromkeys(names))
 
 
 # Options of RETURNN's datasets that netcompiler knows but does not implement,
@@ -246,8 +227,8 @@ class Dataset:
                         subject=self.subject, option=key)
                 values[key] = spec.default
                 continue
-            if not _has_type(value, spec.types):
-                raise self.option_error(key, f"must be {describe_types(spec.types)}, got {value!r}")
+            if not matches_types(_normalize(value), spec.types):
+                raise self.option_error(key, f"must be {type_names(spec.types)}, got {value!r}")
             problem = spec.check(value) if spec.check else None
             if problem:
                 raise self.option_error(key, problem)
@@ -462,17 +443,17 @@ def parse_data_dims(value: Any, *, input_dim: Optional[int] = None) -> Dict[str,
     """
     if value is None:
         value = {}
-    if _has_type(value, (int,)):
+    if matches_types(_normalize(value), (int,)):
         value = {"classes": value}
     if not isinstance(value, dict):
         raise ValueError(f"must be an int or a dict data key -> dim, got {value!r}")
     dims = {}
     for key, entry in value.items():
         entry = _normalize(entry)
-        if _has_type(entry, (int,)):
+        if matches_types(_normalize(entry), (int,)):
             entry = (entry, 2 if key == "data" else 1)
         if (not isinstance(entry, (tuple, list)) or len(entry) != 2
-                or not all(_has_type(_normalize(v), (int,)) for v in entry) or int(entry[1]) < 1):
+                or not all(matches_types(_normalize(v), (int,)) for v in entry) or int(entry[1]) < 1):
             raise ValueError(f"entry {key!r} must be an int or a pair (dim, ndim) with ndim >= 1, got {entry!r}")
         dims[str(key)] = (int(entry[0]), int(entry[1]))
     if input_dim is not None and "data" not in dims:
