@@ -55,7 +55,7 @@ class DotLayer(LayerBase):
             check_float_input(self, data, name)
         shared, var1, var2, _ = self._plan(a, b)
         if not var2 and self.opts["add_var2_if_empty"]:
-            var2 = [Dim(1, FEATURE, f"{self.name}:dot-var2")]
+            var2 = [self.new_dim(1, FEATURE, f"{self.name}:dot-var2")]
         dims = shared + var1 + var2
         for i, dim in enumerate(dims):
             if dim in dims[:i]:
@@ -247,7 +247,7 @@ class StackLayer(LayerBase):
                 raise self.error(f"inputs must have the same dims and dtype: '{self.sources[0].name}' "
                                  f"{first.describe()} {first.dtype} vs '{src.name}' {data.describe()} {data.dtype}",
                                  option="from", kind=DimMismatchError)
-        new = Dim(len(self.sources), SPATIAL, f"{self.name}:stack")
+        new = self.new_dim(len(self.sources), SPATIAL, f"{self.name}:stack")
         position = self._position(first)
         dims = first.dims[:position] + (new,) + first.dims[position:]
         return first.copy(name=self.name, dims=dims, time_dim=first.time_dim)

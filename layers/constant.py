@@ -33,7 +33,7 @@ def static_dims(layer: LayerBase, sizes: Sequence[Any], option: str) -> Tuple[Di
                                   f"static dim", option=option)
             dims.append(size)
         elif isinstance(size, int) and not isinstance(size, bool) and size >= 0:
-            dims.append(layer.new_feature_dim(size) if last else Dim(size, SPATIAL, f"{layer.name}:dim{i}"))
+            dims.append(layer.new_feature_dim(size) if last else layer.new_dim(size, SPATIAL, f"{layer.name}:dim{i}"))
         else:
             raise layer.error(f"option '{option}' must list sizes (ints >= 0) or static Dims, but position {i} "
                               f"is {size!r}", option=option)
@@ -181,7 +181,7 @@ class VariableLayer(LayerBase):
         dims = self.param_dims
         roles = {}
         if self.opts["add_time_axis"]:
-            roles["time_dim"] = Dim(1, SPATIAL, f"{self.name}:time")
+            roles["time_dim"] = self.new_dim(1, SPATIAL, f"{self.name}:time")
             dims = (roles["time_dim"],) + dims
         if self.opts["add_batch_axis"]:
             dims = (batch_dim,) + dims

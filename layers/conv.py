@@ -237,11 +237,11 @@ class ConvLayer(_WindowedLayer):
             raise self.error("set at most one of 'input_add_feature_dim' and 'input_split_feature_dim'",
                              option="input_split_feature_dim")
         spatial = [d for d in x.dims if not d.is_batch and d != x.feature_dim]
-        spatial += [Dim(1, SPATIAL, f"{self.name}:expand{i}") for i in range(expand)]
+        spatial += [self.new_dim(1, SPATIAL, f"{self.name}:expand{i}") for i in range(expand)]
         feature = x.feature_dim
         if add_feature:
             spatial += [feature] if feature is not None else []
-            return spatial, Dim(1, FEATURE, f"{self.name}:in_channel")
+            return spatial, self.new_dim(1, FEATURE, f"{self.name}:in_channel")
         if feature is None or feature.size is None:
             what = "no feature axis" if feature is None else f"a dynamic feature axis {feature.short_repr()}"
             raise self.error(f"the input {x.describe()} has {what}; the filter needs a static number of channels",
@@ -251,7 +251,7 @@ class ConvLayer(_WindowedLayer):
         if split < 1 or feature.size % split:
             raise self.error(f"'input_split_feature_dim' {split} must be positive and divide the feature size "
                              f"{feature.size} of the input {x.describe()}", option="input_split_feature_dim")
-        return spatial + [split_dim(feature, split, pad=False)], Dim(split, FEATURE, f"{self.name}:in_channel")
+        return spatial + [split_dim(feature, split, pad=False)], self.new_dim(split, FEATURE, f"{self.name}:in_channel")
 
     def check_groups(self):
         groups, n_out, n_in = self.opts["groups"], self.opts["n_out"], self.in_channels.size
@@ -264,9 +264,9 @@ class ConvLayer(_WindowedLayer):
     def make_params(self):
         out_dim = self.output.feature_dim
         groups = self.opts["groups"]
-        in_dim = self.in_channels if groups == 1 else Dim(
+        in_dim = self.in_channels if groups == 1 else self.new_dim(
             self.in_channels.size // groups, FEATURE, f"{self.name}:in_channel_per_group")
-        window = tuple(Dim(size, SPATIAL, f"{self.name}:filter{i}") for i, size in enumerate(self.window()))
+        window = tuple(self.new_dim(size, SPATIAL, f"{self.name}:filter{i}") for i, size in enumerate(self.window()))
         params = {"W": ParamSpec(window + (in_dim, out_dim), self.opts["forward_weights_init"])}
         if self.opts["with_bias"]:
             params["b"] = ParamSpec((out_dim,), self.opts["bias_init"])

@@ -246,7 +246,7 @@ class CombineLayer(LayerBase):
         if dim is None and not out.sparse:
             raise self.error("'out_type' sets sparse=True, but gives no 'dim' (the number of classes)",
                              option="out_type")
-        sparse_dim = out.sparse_dim if dim is None or dim == out.dim else Dim(dim, FEATURE, f"{self.name}:sparse")
+        sparse_dim = out.sparse_dim if dim is None or dim == out.dim else self.new_dim(dim, FEATURE, f"{self.name}:sparse")
         dtype = out.dtype if dtype_given or out.dtype not in FLOAT_DTYPES + ("bool",) else "int32"
         return out.copy(sparse_dim=sparse_dim, dtype=dtype)
 

@@ -71,7 +71,7 @@ class LengthLayer(LayerBase):
         dims = () if self.length_of.is_batch else (batch_dim,)
         roles = {}
         if self.opts["add_time_axis"]:
-            roles["time_dim"] = Dim(1, SPATIAL, f"{self.name}:time")
+            roles["time_dim"] = self.new_dim(1, SPATIAL, f"{self.name}:time")
             dims += (roles["time_dim"],)
         sparse_dim = pad_dim(self.length_of, 0, 1) if sparse else None
         return Data(self.name, dims, dtype, sparse_dim=sparse_dim, **roles)
@@ -112,7 +112,7 @@ class RangeLayer(LayerBase):
         if dtype in ("bool", "string") or (dtype in INT_DTYPES and not all_ints):
             raise self.error(f"option 'dtype' {dtype} cannot hold range({start}, {limit}, {delta})", option="dtype",
                              suggestion="use 'float32'")
-        dim = Dim(max(math.ceil(steps), 0), SPATIAL, f"{self.name}:range")
+        dim = self.new_dim(max(math.ceil(steps), 0), SPATIAL, f"{self.name}:range")
         return Data(self.name, (dim,), dtype, sparse_dim=self._sparse_dim(dim, all_ints))
 
     def emit(self, ctx):
@@ -127,7 +127,7 @@ class RangeLayer(LayerBase):
                              f"range({start}, {limit}, {delta})", option="sparse")
         if (start, delta) == (0, 1):
             return dim
-        return Dim(max(limit, 0), FEATURE, f"{self.name}:sparse")
+        return self.new_dim(max(limit, 0), FEATURE, f"{self.name}:sparse")
 
 
 class RangeInAxisLayer(LayerBase):
@@ -200,4 +200,4 @@ class RangeFromLengthLayer(LayerBase):
         if x.dims != (batch_dim,):
             raise self.error(f"'from': the input '{source.name}' {x.describe()} must be lengths of shape [B]",
                              option="from", suggestion="use a 'length' layer")
-        return Dim(None, SPATIAL, f"{self.name}:range")
+        return self.new_dim(None, SPATIAL, f"{self.name}:range")

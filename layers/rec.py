@@ -13,7 +13,7 @@ from typing import Any, Dict, List, Tuple
 from netcompiler.errors import MissingOptionError, UnknownOptionError, closest_match
 from netcompiler.layer_base import NONE_TYPE, NUMBER, LayerBase, Option, ParamSpec
 from netcompiler.lazy_tf import ops, tf
-from netcompiler.tensor import Data, Dim, FeatureDim, resolve_dim
+from netcompiler.tensor import FEATURE, Data, Dim, resolve_dim
 
 from .activations import apply_activation, check_activation
 from .subnetwork import parent_references
@@ -229,7 +229,7 @@ class RecLayer(LayerBase):
         in_dim = self.projected_in_dim()
         out_dim = self.output.feature_dim
         n = out_dim.size
-        gates = FeatureDim(f"{self.name}:{self.unit_kind.name}-gates", self.unit_kind.blocks * n)
+        gates = self.new_dim(self.unit_kind.blocks * n, FEATURE, f"{self.name}:{self.unit_kind.name}-gates")
         forward = self.opts["forward_weights_init"]
         forward = "glorot_uniform" if forward is None else forward
         recurrent = self.opts["recurrent_weights_init"]

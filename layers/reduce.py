@@ -20,7 +20,7 @@ def reduced_template(layer: LayerBase, x: Data, reduced: List[Dim], keep_dims: b
     out = x.copy(name=layer.name)
     for dim in reduced:
         kind = SPATIAL if dim.is_batch else dim.kind
-        out = out.copy_replace_dim(dim, Dim(1, kind, f"{layer.name}:kept:{dim.description}"))
+        out = out.copy_replace_dim(dim, layer.new_dim(1, kind, f"{layer.name}:kept:{dim.description}"))
     return out.copy(**changes)
 
 

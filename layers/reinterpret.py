@@ -202,7 +202,7 @@ class ReinterpretDataLayer(LayerBase):
             return given
         if given < 1:
             raise self.error(f"'set_sparse_dim' is {given}; it needs at least 1 class", option="set_sparse_dim")
-        return Dim(given, FEATURE, f"{self.name}:sparse")
+        return self.new_dim(given, FEATURE, f"{self.name}:sparse")
 
     def emit(self, ctx):
         x = ops.transpose_to(ctx.input(self), self.input_data.dims, self.layout.dims)

@@ -326,7 +326,7 @@ class WindowLayer(LayerBase):
         windowed = conv_out_dim(dim, size, stride, 1, padding)
         out = x.copy_replace_dim(dim, windowed, name=self.name)
         axis = out.axis_of(windowed)
-        window = Dim(size, SPATIAL, f"{self.name}:window")
+        window = self.new_dim(size, SPATIAL, f"{self.name}:window")
         return out.copy(dims=out.dims[:axis + 1] + (window,) + out.dims[axis + 1:]).copy_with_batch_first()
 
     def emit(self, ctx):

@@ -234,7 +234,7 @@ class SplitDimsLayer(LayerBase):
                              f"has {size_text(old)}", option="dims", suggestion="use -1 for one of the parts")
         last = len(sizes) - 1
         return [rest if s == -1 else
-                Dim(s, FEATURE if old.is_feature and i == last else SPATIAL, f"{self.name}:split{i}")
+                self.new_dim(s, FEATURE if old.is_feature and i == last else SPATIAL, f"{self.name}:split{i}")
                 for i, s in enumerate(sizes)]
 
     def emit(self, ctx):
@@ -285,7 +285,7 @@ class ExpandDimsLayer(RelayoutLayer):
         if isinstance(axis, int):
             x = x.copy_with_batch_first()
             position = check_position(self, axis, x.batch_ndim + 1, "axis")
-            new = Dim(size, SPATIAL, f"{self.name}:expand")
+            new = self.new_dim(size, SPATIAL, f"{self.name}:expand")
             grown = x.copy(dims=x.dims + (new,), time_dim=x.time_dim or new, feature_dim=x.feature_dim)
             return moved(grown, new, position, self.name)
         word = axis.lower()
@@ -293,10 +293,10 @@ class ExpandDimsLayer(RelayoutLayer):
             if x.sparse:
                 raise self.error(f"'axis' is {axis!r}, but the input {x.describe()} is sparse and cannot get a "
                                  f"feature axis", option="axis")
-            new = Dim(size, FEATURE, f"{self.name}:expand")
+            new = self.new_dim(size, FEATURE, f"{self.name}:expand")
             return x.copy(dims=x.dims + (new,), name=self.name, time_dim=x.time_dim, feature_dim=new)
         if word in ("t", "time", "spatial"):
-            new = Dim(size, SPATIAL, f"{self.name}:expand")
+            new = self.new_dim(size, SPATIAL, f"{self.name}:expand")
             position = x.batch_ndim if x.feature_dim_axis is None else x.feature_dim_axis
             dims = x.dims[:position] + (new,) + x.dims[position:]
             return x.copy(dims=dims, name=self.name, time_dim=x.time_dim or new, feature_dim=x.feature_dim)

@@ -41,7 +41,7 @@ class SplitLayer(LayerBase):
         if len(sizes) == 1:
             self.part_dims = [self.split_dim]
         else:
-            shared = {s: Dim(s, self.split_dim.kind, f"{self.name}:part{s}") for s in sizes}
+            shared = {s: self.new_dim(s, self.split_dim.kind, f"{self.name}:part{s}") for s in sizes}
             self.part_dims = [shared[s] for s in sizes]
         return x.copy(name=self.name)
 

@@ -321,11 +321,19 @@ class LayerBase:
         x = self.input_data
         return x.sparse_dim if x.sparse else x.feature_dim
 
+    def new_dim(self, size: Optional[int], kind: str, description: str) -> Dim:
+        """A Dim this layer's template (or parameters) introduces, e.g. `self.new_dim(1, SPATIAL, f"{self.name}:time")`.
+
+        The network remembers it (see `Network.layer_dim`), so inferring this layer again returns the very
+        same Dim object; layer code must create its new Dims through here, never by calling `Dim(...)`.
+        """
+        return self.network.layer_dim(self.name, size, kind, description)
+
     def new_feature_dim(self, size: int, description: Optional[str] = None) -> Dim:
-        """A new feature dim of this layer, named '<layer>:feature'."""
+        """A new feature dim of this layer, named '<layer>:feature' (remembered, see `new_dim`)."""
         if not isinstance(size, int) or isinstance(size, bool) or size < 1:
             raise self.error(f"'n_out' must be a positive int, not {size!r}", option="n_out")
-        return Dim(size, FEATURE, description or f"{self.name}:feature")
+        return self.new_dim(size, FEATURE, description or f"{self.name}:feature")
 
     def _apply_out_checks(self, out: Data) -> Data:
         n_out = self.opts.get("n_out")

@@ -22,7 +22,7 @@ from .errors import (
 )
 from .extern_data import extern_data_from_config
 from .layer_base import LayerBase, get_layer_class
-from .tensor import Data
+from .tensor import Data, Dim
 
 
 class Network:
@@ -48,6 +48,9 @@ class Network:
         self.layers: Dict[str, LayerBase] = {}
         self.notices: List[str] = [] if parent is None else parent.notices
         self._constructing: List[str] = []
+        self._extern_names = set()  # keys of `layers` that are extern data ("data", "data:KEY")
+        self.dim_memo: Dict[Tuple[str, str, str], Dim] = {} if parent is None else parent.dim_memo
+        """(layer path, description, kind) -> the Dim that layer created; shared by nested networks."""
 
     # --- building ---------------------------------------------------------------
     def build(self, roots: Optional[List[str]] = None) -> "Network":
@@ -57,6 +60,17 @@ class Network:
             if name not in self.layers:
                 self._construct(name)
         return self
+
+    def rebuild(self) -> "Network":
+        """Infers every layer built so far again, as fresh layer objects from the same dict.
+
+        The network's remembered Dims (`dim_memo`) are kept, so a layer whose inputs did not change gets
+        the very same output Dims. Loop bodies rebuild until their "prev:" templates settle.
+        """
+        names = [name for name in self.layers if name not in self._extern_names]
+        self.layers = {}
+        self._extern_names = set()
+        return self.build(names)
 
     def output_layer_names(self) -> List[str]:
         """"output", layers with a loss, and layers with "is_output_layer": True."""
@@ -211,6 +225,16 @@ class Network:
         layer.target_layer = self.get_layer(target_reference(layer.opts.get("target")), local_name, "target")
         layer.loss = make_loss(layer, loss_name, layer.opts.get("loss_opts") or {}, layer.target_layer)
 
+    def layer_dim(self, layer: str, size: Optional[int], kind: str, description: str) -> Dim:
+        """The Dim layer `layer` (full path) creates under `description` and `kind`: the one it created
+        before if the size is still the same, else a new one (remembered for the next inference)."""
+        key = (layer, description, kind)
+        dim = self.dim_memo.get(key)
+        if dim is None or dim.size != size:
+            dim = Dim(size, kind, description)
+            self.dim_memo[key] = dim
+        return dim
+
     # --- references ---------------------------------------------------------------
     def get_layer(self, ref: str, user: Optional[str] = None, option: str = "from") -> LayerBase:
         """The layer that `ref` names, constructing it if needed; `user` is the asking layer (for errors)."""
@@ -265,6 +289,7 @@ class Network:
         opts, _ = cls.check_options({"class": "source", "data_key": key, "from": []}, self.path(name))
         layer = cls(self.path(name), self, opts)
         self.layers[name] = layer
+        self._extern_names.add(name)
         return layer
 
     # --- naming and locations ---------------------------------------------------------
