@@ -1,23 +1,8 @@
 """Activation functions by the names configs use ("relu", "tanh", ...), shared by every layer with an
 `activation` option. Names can be chained with "+" ("relu+dropout" is not one; "exp+log" applies exp, then log)."""
 
+from netcompiler import frontend as rf
 from netcompiler.errors import InvalidOptionError, closest_match
-from netcompiler.lazy_tf import ops, tf
-
-
-def _tf_functions():
-    return {
-        "identity": tf.identity, "linear": tf.identity, "relu": tf.nn.relu, "relu6": tf.nn.relu6,
-        "elu": tf.nn.elu, "selu": tf.nn.selu, "gelu": lambda x: tf.nn.gelu(x, approximate=False),
-        "gelu_tanh": lambda x: tf.nn.gelu(x, approximate=True), "leaky_relu": tf.nn.leaky_relu,
-        "tanh": tf.tanh, "sigmoid": tf.sigmoid, "log_sigmoid": tf.math.log_sigmoid,
-        "softmax": tf.nn.softmax, "log_softmax": tf.nn.log_softmax, "softplus": tf.nn.softplus,
-        "softsign": tf.nn.softsign, "swish": tf.nn.silu, "silu": tf.nn.silu, "exp": tf.exp, "log": tf.math.log,
-        "abs": tf.abs, "square": tf.square, "sqrt": tf.sqrt, "rsqrt": tf.math.rsqrt, "sin": tf.sin,
-        "cos": tf.cos, "erf": tf.math.erf, "sign": tf.sign, "negative": tf.negative,
-        "reciprocal": tf.math.reciprocal,
-    }
-
 
 ACTIVATION_NAMES = frozenset({
     "identity", "linear", "relu", "relu6", "elu", "selu", "gelu", "gelu_tanh", "leaky_relu", "tanh", "sigmoid",
@@ -41,21 +26,14 @@ def check_activation(name, layer: str, option: str = "activation") -> None:
                                      f"known: {', '.join(sorted(ACTIVATION_NAMES))}")
 
 
-def activate(data, x, name):
-    """`x` (laid out as the template `data`) through the activation (chain) `name` (None: unchanged). Only a
-    chain with a function that normalises over the feature dim (softmax) runs with the feature axis moved last."""
+def activate(x: rf.Tensor, name) -> rf.Tensor:
+    """`x` through the activation (chain) `name` (None: unchanged); softmax and log_softmax normalise over
+    `x`'s feature dim."""
     if name is None:
         return x
-    if set(name.split("+")) & FEATURE_WISE and data.feature_dim_axis is not None:
-        return ops.apply_on_axis(x, data.feature_dim_axis, lambda t: apply_activation(name, t))
-    return apply_activation(name, x)
-
-
-def apply_activation(name, x):
-    """`x` passed through the activation (chain) `name`; None means identity."""
-    if name is None:
-        return x
-    functions = _tf_functions()
     for part in name.split("+"):
-        x = functions[part](x)
+        if part in FEATURE_WISE:
+            x = rf.softmax(x, axis=x.feature_dim, use_mask=False, log=part == "log_softmax")
+        elif part != "linear":
+            x = rf.activation(x, part)
     return x

@@ -1,7 +1,7 @@
 """Layers that pass their input through: copy, dropout, scaled_grad, activation."""
 
+from netcompiler import frontend as rf
 from netcompiler.layer_base import NUMBER, LayerBase, Option
-from netcompiler.lazy_tf import tf
 from netcompiler.tensor import FLOAT_DTYPES
 
 from .activations import FEATURE_WISE, activate, check_activation
@@ -15,15 +15,15 @@ class CopyLayer(LayerBase):
 
     layer_class = "copy"
 
-    def emit(self, ctx):
-        return ctx.input(self)
+    def emit(self, inputs):
+        return inputs.x
 
 
 class DropoutLayer(CopyLayer):
     """Like copy; exists so that configs can say "dropout" where they mean it. Option: `dropout` (rate).
 
     In training (or with `dropout_on_forward`) each value is zeroed with probability `dropout` and the kept ones
-    are scaled by 1/(1 - rate) (`tf.nn.dropout`; `dropout_noise_shape` {axis: 1} shares the mask along an axis);
+    are scaled by 1/(1 - rate) (`rf.dropout`; `dropout_noise_shape` {axis: 1} shares the mask along an axis);
     otherwise it is the identity.
     """
 
@@ -39,19 +39,11 @@ class ScaledGradientLayer(LayerBase):
     layer_class = "scaled_grad"
     options = {"scale": Option(types=NUMBER, doc="gradient factor")}
 
-    def emit(self, ctx):
-        x = ctx.input(self)
-        scale = float(self.opts["scale"])
-        if scale == 1 or self.input_data.dtype not in FLOAT_DTYPES:
+    def emit(self, inputs):
+        x = inputs.x
+        if self.input_data.dtype not in FLOAT_DTYPES:
             return x
-        if scale == 0:
-            return tf.stop_gradient(x)
-
-        @tf.custom_gradient
-        def scaled_gradient(t):  # the value unchanged (also inf), the gradient times scale
-            return tf.identity(t), lambda dy: dy * tf.cast(scale, dy.dtype)
-
-        return scaled_gradient(x)
+        return rf.scaled_gradient(x, float(self.opts["scale"]))
 
 
 class ActivationLayer(LayerBase):
@@ -74,5 +66,5 @@ class ActivationLayer(LayerBase):
                              option="from", suggestion="embed the indices first, e.g. with a 'linear' layer")
         return x.copy(name=self.name)
 
-    def emit(self, ctx):
-        return activate(self.output, ctx.input(self), self.opts["activation"])
+    def emit(self, inputs):
+        return activate(inputs.x, self.opts["activation"])

@@ -25,7 +25,7 @@ from netcompiler.layer_base import NONE_TYPE, LayerBase, Option, ParamSpec
 from netcompiler.lazy_tf import ops, tf
 from netcompiler.tensor import FEATURE, SPATIAL, Data, Dim, conv_out_dim, split_dim
 
-from .activations import apply_activation, check_activation
+from .activations import activate, check_activation
 from .reduce import check_values
 
 _INT_OR_TUPLE = (int, tuple, list)

@@ -2,7 +2,7 @@
 
 from netcompiler.errors import DimMismatchError
 from netcompiler.layer_base import NONE_TYPE, LayerBase, MissingOptionError, Option, ParamSpec
-from netcompiler.lazy_tf import ops, tf
+from netcompiler import frontend as rf
 from netcompiler.tensor import Dim
 
 from .activations import activate, check_activation
@@ -59,21 +59,21 @@ class LinearLayer(LayerBase):
             params["b"] = ParamSpec((out_dim,), self.opts["bias_init"])
         return params
 
-    def emit(self, ctx):
-        x = ctx.input(self)
-        weights = ctx.param(self, "W")
-        if self.opts["use_transposed_weights"]:
-            weights = tf.transpose(weights)
-        if self.input_data.sparse:
-            y = tf.gather(weights, x)
+    def emit(self, inputs):
+        x = inputs.x
+        weights = inputs.param("W")
+        in_dim = self.projected_in_dim()
+        if x.sparse_dim is not None:
+            y = rf.gather(weights, indices=x, axis=in_dim)
         else:
-            y = ops.matmul_on_feature(self.input_data, x, weights)
+            y = rf.matmul(x, weights, reduce=in_dim)
         if self.opts["with_bias"]:
-            y = ops.add_on_axis(y, ctx.param(self, "b"), self.output.feature_dim_axis)
+            y = y + inputs.param("b")
+        y = rf.permute(y, self.output.dims).with_data(self.output)
         activation = self.opts["activation"]
         if activation == "softmax":
-            ctx.record_logits(self, y)
-        return activate(self.output, y, activation)
+            inputs.record_logits(y)
+        return activate(y, activation)
 
 
 class SoftmaxLayer(LinearLayer):

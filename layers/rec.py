@@ -15,7 +15,7 @@ from netcompiler.layer_base import NONE_TYPE, NUMBER, LayerBase, Option, ParamSp
 from netcompiler.lazy_tf import ops, tf
 from netcompiler.tensor import FEATURE, Data, Dim, resolve_dim
 
-from .activations import apply_activation, check_activation
+from .activations import activate, check_activation
 from .subnetwork import parent_references
 
 INIT_TYPES = (str, int, float, dict, NONE_TYPE)

@@ -21,5 +21,5 @@ class SourceLayer(LayerBase):
                              suggestion=f"keys: {', '.join(extern)}")
         return extern[key].copy(name=self.name)
 
-    def emit(self, ctx):
-        return ctx.extern_value(self.network, self.opts["data_key"])
+    def emit(self, inputs):
+        return inputs.extern(self.opts["data_key"])

@@ -1,5 +1,6 @@
 """Emission checks for every layer case (see layer_harness.py):
 
+* every layer computes through the op layer: no module of `layers/` reaches a framework;
 * the emitted tensors agree with the templates (checked inside EmitContext);
 * the values equal the case's NumPy reference on a ragged batch, on valid frames;
 * the forward pass traces once with batch and time left open;
@@ -13,6 +14,7 @@ import pytest
 import tensorflow as tf
 
 from layer_harness import all_cases, params_as_numpy, random_batch, valid_mask
+from netcompiler import frontend as rf
 from netcompiler.emit.model import CompiledNetwork
 from netcompiler.layer_base import registered_layer_classes
 
@@ -53,8 +55,8 @@ def test_matches_numpy_reference(case):
     layers = _layers(network)
     for name, want in expected.items():
         layer = layers[name]
-        sizes = {dim: np.asarray(ctx.size(dim)) for dim in layer.output.dynamic_dims}
-        _compare(layer, ctx.value(layer).numpy(), np.asarray(want), sizes, case)
+        sizes = {dim: np.asarray(ctx.run.size(dim).raw) for dim in layer.output.dynamic_dims}
+        _compare(layer, ctx.value(layer).raw.numpy(), np.asarray(want), sizes, case)
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
@@ -67,7 +69,7 @@ def test_traces_once_with_open_dims_and_checkpoint_round_trip(case, tmp_path):
     @tf.function(input_signature=list(model.input_signature(keys)))
     def forward(inputs, lengths):
         ctx = model.forward(inputs, lengths, training=False)
-        return [ctx.value(layers[n]) for n in names]
+        return [ctx.value(layers[n]).raw for n in names]
 
     inputs, lengths = random_batch(network, seed=0)
     first = [t.numpy() for t in forward(inputs, lengths)]
@@ -75,15 +77,15 @@ def test_traces_once_with_open_dims_and_checkpoint_round_trip(case, tmp_path):
     forward(shorter_inputs, shorter_lengths)
     assert forward.experimental_get_tracing_count() == 1
 
-    path = tf.train.Checkpoint(model=model).write(str(tmp_path / "ckpt"))
+    path = tf.train.Checkpoint(model=model.checkpoint_root).write(str(tmp_path / "ckpt"))
     _, fresh = _compile(case)
     for var in fresh.params.values():
         var.assign(tf.zeros_like(var) + 0.5)
-    tf.train.Checkpoint(model=fresh).read(path).assert_consumed()
+    tf.train.Checkpoint(model=fresh.checkpoint_root).read(path).assert_consumed()
     fresh_layers = _layers(fresh.network)
     ctx = fresh.forward(inputs, lengths, training=False)
     for name, before in zip(names, first):
-        after = ctx.value(fresh_layers[name]).numpy()
+        after = ctx.value(fresh_layers[name]).raw.numpy()
         # traced and eager kernels may sum in different orders: equal up to float rounding
         if np.issubdtype(after.dtype, np.floating):
             np.testing.assert_allclose(after, before, rtol=1e-5, atol=1e-5)
@@ -118,12 +120,10 @@ def test_parameter_gradients_match_finite_differences(case):
         ctx = model.forward(inputs, lengths, training=False)
         total = tf.constant(0.0, tf.float64)
         for layer in targets:
-            y = ctx.value(layer)
-            mask = tf.ones_like(y, dtype=tf.bool)
-            for dim in layer.output.dynamic_dims:
-                mask = tf.logical_and(mask, ctx.sequence_mask(layer.output, dim, y))
+            with ctx.run:
+                y = rf.masked(ctx.value(layer), layer.output.dynamic_dims, 0.0).raw
             weights = tf.cast(tf.reshape(tf.range(tf.size(y)) % 7, tf.shape(y)), y.dtype) * 0.1 + 0.3
-            total += tf.cast(tf.reduce_sum(tf.where(mask, y * weights, tf.zeros_like(y))), tf.float64)
+            total += tf.cast(tf.reduce_sum(y * weights), tf.float64)
         return total
 
     with tf.GradientTape() as tape:
@@ -148,6 +148,23 @@ def test_parameter_gradients_match_finite_differences(case):
             var.assign(original)
             numeric = (up - down) / (2 * eps)
             assert abs(numeric - grad[idx]) <= 2e-2 * max(1.0, abs(numeric)), (var.name, idx, numeric, grad[idx])
+
+
+def test_no_layer_module_reaches_a_framework():
+    """Layers compute through the op layer (netcompiler.frontend); framework code lives in the backends."""
+    import pathlib
+    import re
+
+    import layers
+
+    pattern = re.compile(r"^\s*(import|from)\s+(tensorflow|torch|keras|netcompiler\.backends|netcompiler\.lazy_tf)\b"
+                         r"|lazy_tf|\btf\.", re.M)
+    offenders = {}
+    for path in sorted(pathlib.Path(layers.__file__).parent.glob("*.py")):
+        found = pattern.findall(path.read_text())
+        if found:
+            offenders[path.name] = len(found)
+    assert not offenders, f"layer modules that use a framework directly: {offenders}"
 
 
 def test_every_registered_layer_has_a_numeric_case():

@@ -1,172 +1,204 @@
-"""`EmitContext`: what a layer's `emit(ctx)` works with during one forward pass.
+"""`EmitContext`: one forward pass of one network, its layers' outputs as Tensors, computed on demand.
 
-It holds the layers' output tensors (each laid out as its template says), the
-run's size table (per-sequence sizes of dynamic Dims, keyed by Dim), the
-parameters, and whether this is a training pass.
+A layer's `emit(inputs)` gets a `LayerInputs`: its (concatenated) input, its
+sources, its parameters and other layers' values, all as Tensors. A nested
+network (a subnetwork, later a loop body) runs in a context of its own whose
+parent is the context of the network around it; `value()` of a layer of
+another network goes to that network's context. The run's sizes and masks are
+in the `RunContext` (`netcompiler.frontend.run_ctx`) that the pass runs in.
 """
 
 from __future__ import annotations
 
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional
 
-import tensorflow as tf
-
+from .. import frontend as rf
 from ..errors import TemplateMismatchError
-from ..tensor import Data, Dim
-from . import ops
+from ..tensor import Data, Tensor
 
 
 class EmitContext:
-    """One forward pass: inputs in, layer outputs computed on demand (in build order)."""
+    """The values of one network's layers in one forward pass."""
 
-    def __init__(self, model, inputs: Dict[str, tf.Tensor], lengths: Dict[str, tf.Tensor], training: bool):
-        self.model = model
-        self.network = model.network
-        self.training = training
-        self.inputs = {key: tf.convert_to_tensor(value) for key, value in inputs.items()}
-        lengths = {key: tf.convert_to_tensor(value, tf.int32) for key, value in lengths.items()}
-        self._values: Dict[int, tf.Tensor] = {}
-        self._logits: Dict[int, tf.Tensor] = {}
-        self._sizes: Dict[Dim, Any] = {}
-        self.batch_size: Optional[tf.Tensor] = None
-        for key, data in self.network.extern_data.items():
-            if key not in inputs:
-                continue
-            if self.batch_size is None and data.batch_dim_axis is not None:
-                self.batch_size = tf.shape(self.inputs[key])[data.batch_dim_axis]
-            if data.time_dim is not None and data.time_dim.is_dynamic and key in lengths:
-                self._sizes.setdefault(data.time_dim, lengths[key])
+    def __init__(self, network, run: rf.RunContext, params: Dict[str, Tensor], extern: Dict[str, Tensor],
+                 parent: Optional["EmitContext"] = None):
+        self.network = network
+        self.run = run
+        self.params = params
+        self.extern = extern
+        """Extern data key -> Tensor; inside a nested network, what its "data" and "data:KEY" are."""
+        self.parent = parent
+        self.root: EmitContext = parent.root if parent is not None else self
+        self._values: Dict[int, Tensor] = {}
+        self._logits: Dict[int, Tensor] = {}
+        self._contexts: Dict[int, EmitContext] = {} if parent is None else self.root._contexts
+        self._contexts[id(network)] = self
 
-    # --- values --------------------------------------------------------------------
-    def value(self, layer) -> tf.Tensor:
-        """The output tensor of `layer`, emitting it if not done yet."""
+    @property
+    def training(self) -> bool:
+        return self.run.training
+
+    # --- values ------------------------------------------------------------------------------
+    def value(self, layer) -> Tensor:
+        """The output of `layer` (of this network or another one of the pass), emitting it if not done yet."""
+        ctx = self._context_of(layer.network)
+        if ctx is not self:
+            return ctx.value(layer)
         key = id(layer)
         if key not in self._values:
-            with tf.name_scope(_scope_name(layer.name)):
-                y = layer.emit(self)
-            check_against_template(layer, y)
-            self._values[key] = y
+            if rf.current_run_ctx() is not self.run:
+                with self.run:
+                    return self.value(layer)
+            with self.run.backend.name_scope_raw(_scope_name(layer.name)):
+                y = layer.emit(LayerInputs(self, layer))
+            self._values[key] = conform_to_template(layer, y, self.run.backend)
         return self._values[key]
 
     def emit_all(self) -> None:
-        """Emits every built layer in build order (dependencies first, so no deep recursion)."""
-        for layer in self.network.all_layers():
+        """Emits this network's layers in build order (dependencies first, so no deep recursion)."""
+        for layer in self.network.layers.values():
             self.value(layer)
 
-    def extern_value(self, network, key: str) -> tf.Tensor:
-        """The tensor fed for extern data `key` (inside a subnetwork: the subnetwork's input)."""
+    def nested(self, network, extern: Dict[str, Tensor]) -> "EmitContext":
+        """The context of a network nested in this one (its extern data given), made on first use."""
+        ctx = self._contexts.get(id(network))
+        if ctx is None:
+            ctx = EmitContext(network, self.run, self.params, extern, parent=self)
+        return ctx
+
+    def _context_of(self, network) -> "EmitContext":
+        ctx = self._contexts.get(id(network))
+        if ctx is not None:
+            return ctx
         owner = getattr(network, "owner", None)
-        if owner is not None and key in network.extern_data:
-            source = owner.inner_sources[key]
-            return self.input(owner) if source is None else self.value(source)
-        if network.parent is not None and key not in network.extern_data:
-            return self.extern_value(network.parent, key)
-        if key not in self.inputs:
-            raise TemplateMismatchError(f"no input was fed for extern data '{key}'")
-        return self.inputs[key]
+        if owner is None:
+            raise TemplateMismatchError(f"network {network.prefix!r} is not part of this forward pass")
+        self.value(owner)  # emitting the owner makes the nested context
+        ctx = self._contexts.get(id(network))
+        if ctx is None:
+            raise TemplateMismatchError(f"layer {owner.name!r} did not run its nested network")
+        return ctx
 
-    def input(self, layer) -> tf.Tensor:
-        """The layer's sources, concatenated on the feature dim (laid out as `layer.input_data`), with the
-        layer's `dropout` applied in training."""
-        data = layer.input_data
-        values = []
-        for src in layer.sources:
-            x = self.value(src)
-            if len(layer.sources) > 1:
-                # each source's own feature dim where the concatenated one will be, other dims as in `data`
-                want = [src.output.feature_dim if d == data.feature_dim else d for d in data.dims]
-                x = ops.transpose_to(x, src.output.dims, want)
-            values.append(x)
-        x = values[0] if len(values) == 1 else tf.concat(values, axis=data.feature_dim_axis)
-        return self.dropout(layer, x, data)
+    def extern_value(self, key: str) -> Tensor:
+        """The Tensor of extern data `key` (inside a nested network: what the owner gave it, else the parent's)."""
+        if key in self.extern:
+            return self.extern[key]
+        if self.parent is not None:
+            return self.parent.extern_value(key)
+        raise TemplateMismatchError(f"no input was fed for extern data '{key}'")
 
-    def dropout(self, layer, x: tf.Tensor, data: Data) -> tf.Tensor:
-        rate = float(layer.opts.get("dropout") or 0.0)
-        if rate <= 0 or not (self.training or layer.opts.get("dropout_on_forward")):
-            return x
-        noise_shape = None
-        spec = layer.opts.get("dropout_noise_shape")
-        if isinstance(spec, dict):
-            from ..tensor import resolve_axes
+    def param(self, layer, name: str) -> Tensor:
+        return self.params[f"{layer.name}/{name}"]
 
-            shape = tf.unstack(tf.shape(x))
-            for desc, value in spec.items():
-                if desc == "*":
-                    continue
-                for axis in resolve_axes(data, desc, layer=layer.name, option="dropout_noise_shape"):
-                    if value == 1:
-                        shape[axis] = 1
-            noise_shape = tf.stack(shape)
-        return tf.nn.dropout(x, rate=rate, noise_shape=noise_shape)
-
-    # --- sizes -----------------------------------------------------------------------
-    def size(self, dim: Dim):
-        """The size of `dim`: an int if static, the batch size for the batch dim, else int32 [B] lengths."""
-        if dim.size is not None:
-            return dim.size
-        if dim.is_batch:
-            return self.batch_size
-        return dim.compute_size(self._known_size, tf.maximum)
-
-    def _known_size(self, dim: Dim):
-        if dim.is_batch:
-            return self.batch_size
-        if dim not in self._sizes:
-            raise TemplateMismatchError(f"no sizes are known for dynamic dim {dim!r} (netcompiler bug: the layer "
-                                        f"that makes this dim must call ctx.set_size)")
-        return self._sizes[dim]
-
-    def set_size(self, dim: Dim, sizes: tf.Tensor) -> None:
-        """Records the per-sequence sizes of a new dynamic dim."""
-        self._sizes[dim] = tf.cast(sizes, tf.int32)
-
-    def sequence_mask(self, data: Data, dim: Dim, x: Optional[tf.Tensor] = None) -> tf.Tensor:
-        """Bool mask, True on valid frames of `dim`, broadcastable to a tensor laid out as `data`."""
-        axis = data.axis_of(dim)
-        sizes = self.size(dim)
-        maxlen = tf.shape(x)[axis] if x is not None else tf.reduce_max(sizes)
-        mask = tf.sequence_mask(sizes, maxlen=maxlen)  # [B, T]
-        if not data.has_batch:
-            return mask
-        return ops.broadcast_to_dims(mask, [data.dims[data.batch_dim_axis], dim], data.dims)
-
-    def masked(self, data: Data, x: tf.Tensor, dim: Dim, fill) -> tf.Tensor:
-        """`x` with the padded frames of `dim` set to `fill`."""
-        mask = self.sequence_mask(data, dim, x)
-        return tf.where(mask, x, tf.cast(fill, x.dtype))
-
-    def record_logits(self, layer, logits: tf.Tensor) -> None:
-        """A layer whose output is a softmax records its logits (laid out as its output) for stable losses."""
+    # --- logits of softmax outputs, for stable losses -------------------------------------------------
+    def record_logits(self, layer, logits: Tensor) -> None:
         self._logits[id(layer)] = logits
 
-    def logits_of(self, layer) -> Optional[tf.Tensor]:
-        return self._logits.get(id(layer))
+    def logits_of(self, layer) -> Optional[Tensor]:
+        ctx = self._context_of(layer.network)
+        return ctx._logits.get(id(layer))
 
-    # --- parameters and shared helpers -------------------------------------------------
-    def param(self, layer, name: str) -> tf.Variable:
-        return self.model.param(layer, name)
+
+class LayerInputs:
+    """What a layer's `emit` computes from: its input Tensors, its parameters, other layers' values."""
+
+    def __init__(self, ctx: EmitContext, layer):
+        self.ctx = ctx
+        self.layer = layer
+
+    @property
+    def training(self) -> bool:
+        return self.ctx.training
+
+    @property
+    def run(self) -> rf.RunContext:
+        return self.ctx.run
+
+    @property
+    def sources(self) -> List[Tensor]:
+        return [self.ctx.value(src) for src in self.layer.sources]
+
+    @property
+    def x(self) -> Tensor:
+        """The sources concatenated on the feature dim (laid out as `layer.input_data`), with the layer's
+        `dropout` applied in training."""
+        layer = self.layer
+        data = layer.input_data
+        sources = self.sources
+        if len(sources) == 1:
+            x = sources[0]
+        else:
+            x = rf.concat(*[(s, s.feature_dim) for s in sources], out_dim=data.feature_dim)
+            x = rf.permute(x, data.dims)
+        return dropout(layer, x.with_data(data) if x.dims == data.dims else x)
+
+    def value(self, layer) -> Tensor:
+        return self.ctx.value(layer)
+
+    def param(self, name: str) -> Tensor:
+        return self.ctx.param(self.layer, name)
+
+    def extern(self, key: str) -> Tensor:
+        return self.ctx.extern_value(key)
+
+    def set_size(self, dim, size: Tensor) -> None:
+        """Records the sizes of a new dynamic dim this layer makes."""
+        self.ctx.run.set_size(dim, size)
+
+    def record_logits(self, logits: Tensor) -> None:
+        self.ctx.record_logits(self.layer, logits)
+
+    def nested(self, network, extern: Dict[str, Tensor]) -> EmitContext:
+        return self.ctx.nested(network, extern)
+
+
+def dropout(layer, x: Tensor) -> Tensor:
+    """The layer's `dropout` option on its input: `dropout_noise_shape` {axis: 1} shares the mask along an axis."""
+    rate = float(layer.opts.get("dropout") or 0.0)
+    if rate <= 0:
+        return x
+    varying = None
+    spec = layer.opts.get("dropout_noise_shape")
+    if isinstance(spec, dict):
+        from ..tensor import resolve_dims
+
+        shared = set()
+        for desc, value in spec.items():
+            if desc != "*" and value == 1:
+                shared.update(resolve_dims(x.data, desc, layer=layer.name, option="dropout_noise_shape"))
+        varying = [d for d in x.dims if d not in shared]
+    return rf.dropout(x, rate, axis=varying, on_forward=bool(layer.opts.get("dropout_on_forward")))
 
 
 def _scope_name(name: str) -> str:
     return "".join(c if c.isalnum() or c in "_.-/" else "_" for c in name).strip("/") or "layer"
 
 
-def check_against_template(layer, y) -> None:
-    """Raises TemplateMismatchError if `y` disagrees with `layer.output` in rank, static sizes or dtype."""
-    data = layer.output
-    if not isinstance(y, (tf.Tensor, tf.Variable)):
+def conform_to_template(layer, y: Any, backend) -> Tensor:
+    """`y` laid out as `layer.output`: its dims reordered to the template's if they are the same set, and the
+    template's roles and name taken on; TemplateMismatchError if it disagrees in dims, rank, static sizes or
+    dtype."""
+    data: Data = layer.output
+    if not isinstance(y, Tensor) or y.raw is None:
         raise TemplateMismatchError(f"layer '{layer.name}' ({layer.layer_class}) emitted {type(y).__name__}, "
-                                    f"not a tensor")
+                                    f"not a Tensor with a value")
+    if y.dims != data.dims and set(y.dims) == set(data.dims) and len(y.dims) == len(data.dims):
+        y = rf.permute(y, data.dims)
     problems = []
-    if y.shape.rank != data.batch_ndim:
-        problems.append(f"rank {y.shape.rank} instead of {data.batch_ndim}")
+    if y.dims != data.dims:
+        problems.append(f"dims {y.data.describe()} instead of {data.describe()}")
+    shape = backend.get_known_shape_raw(y.raw)
+    if len(shape) != data.batch_ndim:
+        problems.append(f"rank {len(shape)} instead of {data.batch_ndim}")
     else:
-        for axis, (dim, actual) in enumerate(zip(data.dims, y.shape.as_list())):
+        for axis, (dim, actual) in enumerate(zip(data.dims, shape)):
             if dim.size is not None and actual is not None and actual != dim.size:
                 problems.append(f"axis {axis} has size {actual} instead of {dim.size} ({data.dim_label(dim)})")
-    if y.dtype.name != data.dtype:
-        problems.append(f"dtype {y.dtype.name} instead of {data.dtype}")
+    dtype = backend.dtype_name(y.raw)
+    if dtype != data.dtype:
+        problems.append(f"dtype {dtype} instead of {data.dtype}")
     if problems:
         raise TemplateMismatchError(
             f"layer '{layer.name}' ({layer.layer_class}) disagrees with its template {data.describe()} "
-            f"{data.dtype}: emitted {y.shape} {y.dtype.name}: " + "; ".join(problems))
+            f"{data.dtype}: emitted {tuple(shape)} {dtype}: " + "; ".join(problems))
+    return Tensor(data, y.raw)

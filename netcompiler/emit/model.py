@@ -1,105 +1,132 @@
-"""`CompiledNetwork`: a built network's variables and its forward pass, as a `tf.Module`."""
+"""`CompiledNetwork`: a built network's parameters on one backend, its forward pass and its losses."""
 
 from __future__ import annotations
 
 import zlib
 from dataclasses import dataclass
-from typing import Dict, List, Optional
+from typing import Any, Dict, List, Optional
 
-import tensorflow as tf
-
+from .. import frontend as rf
+from ..backends import get_backend
 from ..network import Network
+from ..tensor import Tensor, batch_dim
 from .context import EmitContext
-from .initializers import make_initializer
 
 
 @dataclass
 class LossValue:
-    """One loss of one batch: sums over valid frames, and how many frames there were."""
+    """One loss of one batch: sums over valid frames (raw scalars), and how many frames there were."""
 
     name: str
-    loss_sum: tf.Tensor
-    error_sum: Optional[tf.Tensor]
-    num_frames: tf.Tensor
+    loss_sum: Any
+    error_sum: Optional[Any]
+    num_frames: Any
     scale: float
     normalized: bool
     """Whether training minimises the loss per frame (RETURNN's `use_normalized_loss`) or its sum."""
 
 
-class CompiledNetwork(tf.Module):
-    """Owns one `tf.Variable` per layer parameter, named "<layer>/<param>" (e.g. "lstm/W", "output/b")."""
+class CompiledNetwork:
+    """One parameter per layer parameter, named "<layer>/<param>" (e.g. "lstm/W", "output/b"), on a backend."""
 
-    def __init__(self, network: Network, seed: int = 0):
+    def __init__(self, network: Network, seed: int = 0, backend: str = "tensorflow"):
         """Creates the parameters; each random initializer is seeded from `seed` and the parameter's name."""
-        super().__init__(name="network")
         self.network = network
-        self.params: Dict[str, tf.Variable] = {}
-        for layer in network.all_layers():
-            trainable = bool(layer.opts.get("trainable", True))
-            for name, spec in layer.params.items():
-                full = f"{layer.name}/{name}"
-                init = make_initializer(spec.init, layer.name, name, seed=zlib.crc32(f"{seed}/{full}".encode()))
-                self.params[full] = tf.Variable(init(shape=spec.sizes, dtype=spec.dtype), name=full,
-                                                trainable=spec.trainable and trainable)
+        self.backend = get_backend(backend)
+        self.param_tensors: Dict[str, Tensor] = {}
+        for full, layer, spec in network.all_params():
+            trainable = spec.trainable and bool(layer.opts.get("trainable", True))
+            self.param_tensors[full] = rf.create_parameter(
+                self.backend, full, spec.shape, init=spec.init, dtype=spec.dtype,
+                seed=zlib.crc32(f"{seed}/{full}".encode()), trainable=trainable, layer=layer.name, option=full)
+        self.params: Dict[str, Any] = {name: t.raw for name, t in self.param_tensors.items()}
+        """Parameter name -> the backend's variable."""
+        self.checkpoint_root = self.backend.parameter_container(self.params)
+        """What a checkpoint saves the parameters through (TF: a tf.Module whose `params` are these)."""
 
-    def param(self, layer, name: str) -> tf.Variable:
+    def param(self, layer, name: str):
         return self.params[f"{layer.name}/{name}"]
 
     @property
-    def trainable_params(self) -> List[tf.Variable]:
-        return [v for v in self.params.values() if v.trainable]
+    def trainable_params(self) -> List[Any]:
+        return [self.params[name] for name, t in self.param_tensors.items() if self.backend.is_trainable(t.raw)]
 
-    def forward(self, inputs: Dict[str, tf.Tensor], lengths: Dict[str, tf.Tensor], training: bool) -> EmitContext:
-        """Emits every built layer for these inputs; the context holds all outputs."""
-        ctx = EmitContext(self, inputs, lengths, training)
-        ctx.emit_all()
+    # --- the forward pass ---------------------------------------------------------------------
+    def forward(self, inputs: Dict[str, Any], lengths: Dict[str, Any], training: bool) -> EmitContext:
+        """Emits every built layer for these inputs (raw tensors or arrays, laid out as extern_data says);
+        the returned context holds every layer's output as a Tensor."""
+        run = rf.RunContext(self.backend, training=training)
+        with run:
+            extern = self._extern_tensors(run, inputs, lengths)
+            ctx = EmitContext(self.network, run, self.param_tensors, extern)
+            ctx.emit_all()
         return ctx
+
+    def _extern_tensors(self, run: rf.RunContext, inputs: Dict[str, Any], lengths: Dict[str, Any]) -> Dict[str, Tensor]:
+        backend = self.backend
+        extern = {}
+        for key, data in self.network.extern_data.items():
+            if key not in inputs:
+                continue
+            raw = backend.convert_to_raw(inputs[key], data.dtype)
+            extern[key] = Tensor(data, raw)
+            if batch_dim not in run.sizes and data.batch_dim_axis is not None:
+                run.set_size(batch_dim, backend.get_shape_tuple_raw(raw)[data.batch_dim_axis], size_dims=())
+            if data.time_dim is not None and data.time_dim.is_dynamic and key in lengths \
+                    and data.time_dim not in run.sizes:
+                run.set_size(data.time_dim, lengths[key])
+        return extern
 
     def loss_layers(self):
         return [layer for layer in self.network.all_layers() if getattr(layer, "loss", None) is not None]
 
     def losses(self, ctx: EmitContext) -> List[LossValue]:
         result = []
-        for layer in self.loss_layers():
-            loss = layer.loss
-            target = ctx.value(layer.target_layer) if layer.target_layer is not None else None
-            with tf.name_scope(f"loss_{layer.name.replace('/', '_')}"):
-                loss_sum, error_sum, frames = loss.compute(ctx, ctx.value(layer), target)
-            normalized = bool(loss.opts.get("use_normalized_loss")) or loss.opts.get("custom_norm_factor") is not None
-            result.append(LossValue(layer.name, loss_sum, error_sum, tf.cast(frames, tf.float32), loss.scale,
-                                    normalized))
+        with ctx.run:
+            for layer in self.loss_layers():
+                loss = layer.loss
+                target = ctx.value(layer.target_layer) if layer.target_layer is not None else None
+                with self.backend.name_scope_raw(f"loss_{layer.name.replace('/', '_')}"):
+                    loss_sum, error_sum, frames = loss.compute(ctx, ctx.value(layer), target)
+                normalized = bool(loss.opts.get("use_normalized_loss")) or \
+                    loss.opts.get("custom_norm_factor") is not None
+                result.append(LossValue(layer.name, loss_sum.raw,
+                                        None if error_sum is None else error_sum.raw,
+                                        rf.cast(frames, "float32").raw, loss.scale, normalized))
         return result
 
-    def l2_term(self) -> tf.Tensor:
+    def l2_term(self, ctx: EmitContext) -> Tensor:
         """Sum over layers of L2 * (sum of squares of their parameters)."""
-        total = tf.constant(0.0)
-        for layer in self.network.all_layers():
-            l2 = layer.opts.get("L2")
-            if l2:
-                for name in layer.params:
-                    total += float(l2) * tf.nn.l2_loss(self.param(layer, name)) * 2.0
+        with ctx.run:
+            total = rf.convert_to_tensor(0.0, backend=self.backend)
+            for full, layer, _ in self.network.all_params():
+                l2 = layer.opts.get("L2")
+                if l2:
+                    p = self.param_tensors[full]
+                    total = total + rf.reduce_sum(rf.square(p), axis=p.dims) * float(l2)
         return total
 
-    def objective(self, losses: List[LossValue]) -> tf.Tensor:
+    def objective(self, losses: List[LossValue], ctx: EmitContext):
         """What training minimises, as in RETURNN: each loss summed over the batch's valid frames (or per
-        frame, where the loss says `use_normalized_loss` or `custom_norm_factor`), scaled, summed; plus L2."""
-        total = self.l2_term()
+        frame, where the loss says `use_normalized_loss` or `custom_norm_factor`), scaled, summed; plus L2.
+        A raw scalar."""
+        backend = self.backend
+        total = self.l2_term(ctx).raw
         for value in losses:
-            term = value.scale * value.loss_sum
-            total += term / tf.maximum(value.num_frames, 1e-8) if value.normalized else term
+            term = backend.combine_raw(value.loss_sum, "mul", backend.convert_to_raw(value.scale, "float32"))
+            if value.normalized:
+                term = backend.combine_raw(term, "truediv", backend.combine_raw(
+                    value.num_frames, "maximum", backend.convert_to_raw(1e-8, "float32")))
+            total = backend.combine_raw(total, "add", term)
         return total
 
+    # --- inputs -------------------------------------------------------------------------------------
     def network_input_keys(self) -> List[str]:
         """The extern data keys the built network reads (its inputs and loss targets)."""
         return [layer.opts["data_key"] for layer in self.network.layers.values() if layer.layer_class == "source"]
 
     def input_signature(self, keys=None):
-        """TensorSpecs for the extern data (batch and dynamic dims open) and their lengths."""
-        inputs, lengths = {}, {}
-        for key, data in self.network.extern_data.items():
-            if keys is not None and key not in keys:
-                continue
-            inputs[key] = tf.TensorSpec(data.batch_shape, tf.as_dtype(data.dtype), name=key)
-            if data.time_dim is not None and data.time_dim.is_dynamic:
-                lengths[key] = tf.TensorSpec([None], tf.int32, name=f"{key}_lengths")
-        return inputs, lengths
+        """The backend's description of the inputs (TF: TensorSpecs with batch and dynamic dims open) and their
+        lengths, for compiled steps."""
+        extern = {k: d for k, d in self.network.extern_data.items() if keys is None or k in keys}
+        return self.backend.input_signature(extern)

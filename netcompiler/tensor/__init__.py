@@ -1,4 +1,5 @@
-"""Tensor templates in pure Python: `Dim` (axis identity), `Data` (a tensor's template), axis descriptions.
+"""Tensor templates in pure Python: `Dim` (axis identity), `Data` (a tensor's template), `Tensor` (a template
+with a raw backend value), axis descriptions.
 
 Nothing here imports TensorFlow.
 """
@@ -9,8 +10,9 @@ from .dim import (
     BATCH, FEATURE, SPATIAL, Dim, FeatureDim, SpatialDim, batch_dim, concat_dims, conv_out_dim, merge_dims,
     pad_dim, slice_dim, split_dim,
 )
+from .tensor import Tensor
 
 __all__ = [
-    "BATCH", "FEATURE", "SPATIAL", "DTYPES", "FLOAT_DTYPES", "INT_DTYPES", "Data", "Dim", "FeatureDim", "SpatialDim", "batch_dim",
+    "BATCH", "FEATURE", "SPATIAL", "DTYPES", "FLOAT_DTYPES", "INT_DTYPES", "Data", "Dim", "Tensor", "FeatureDim", "SpatialDim", "batch_dim",
     "concat_dims", "conv_out_dim", "merge_dims", "pad_dim", "slice_dim", "split_dim", "resolve_axes", "resolve_axis", "resolve_dim", "resolve_dims",
 ]

@@ -1,4 +1,4 @@
-"""Parameter initializers from the forms configs use.
+"""TensorFlow initializers from the forms configs use.
 
 A number (constant), a name ("glorot_uniform", "xavier", "zeros", "orthogonal",
 ...), a call string with literal keyword arguments
@@ -15,7 +15,7 @@ from typing import Any, Dict, Optional, Tuple
 
 import tensorflow as tf
 
-from ..errors import InvalidOptionError, closest_match
+from ...errors import InvalidOptionError, closest_match
 
 _KERAS_NAMES = {
     "glorot_uniform": "GlorotUniform", "xavier": "GlorotUniform", "xavier_initializer": "GlorotUniform",

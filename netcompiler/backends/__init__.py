@@ -1,0 +1,46 @@
+"""Backends: the raw operations of a framework behind the `Backend` interface (`base.py`).
+
+`get_backend("tensorflow")` returns a backend by name; `backend_of(raw)` the
+backend of a raw tensor. Frameworks are imported only when their backend is
+first asked for.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any, Dict, Optional
+
+from ..errors import ConfigError, closest_match
+from .base import Backend
+
+# name -> (module, class); the module is imported on first use
+_KNOWN = {
+    "tensorflow": ("netcompiler.backends.tensorflow", "TensorFlowBackend"),
+}
+_ALIASES = {"tf": "tensorflow"}
+# the top-level module of a raw tensor's type -> backend name
+_RAW_MODULES = {"tensorflow": "tensorflow", "keras": "tensorflow"}
+_loaded: Dict[str, type] = {}
+
+
+def get_backend(name: str) -> type:
+    """The backend class called `name` ("tensorflow"); a ConfigError naming the choices if there is none."""
+    name = _ALIASES.get(name, name)
+    if name not in _KNOWN:
+        guess = closest_match(str(name), _KNOWN)
+        raise ConfigError(f"unknown backend {name!r} (backends: {', '.join(_KNOWN)})", subject="config key 'backend'",
+                          suggestion=f"did you mean '{guess}'?" if guess else None)
+    if name not in _loaded:
+        module, cls = _KNOWN[name]
+        _loaded[name] = getattr(importlib.import_module(module), cls)
+    return _loaded[name]
+
+
+def backend_of(raw: Any) -> Optional[type]:
+    """The backend whose raw tensor `raw` is, or None for Python numbers, NumPy arrays and None."""
+    top = type(raw).__module__.split(".", 1)[0]
+    name = _RAW_MODULES.get(top)
+    return None if name is None else get_backend(name)
+
+
+__all__ = ["Backend", "backend_of", "get_backend"]

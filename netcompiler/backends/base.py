@@ -1,0 +1,225 @@
+"""The `Backend` interface: the raw operations a framework provides to the op layer.
+
+A backend works on raw tensors of its framework (`tf.Tensor`, `torch.Tensor`,
+...). Axes are given as ints here: the op layer (`netcompiler.frontend`) has
+already resolved Dims to axes and computed every output template, so a backend
+never decides a shape. Methods are static: a backend has no state. Anything a
+backend does not provide raises `NotImplementedError` naming the operation.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Optional, Sequence, Tuple
+
+
+def _missing(backend, what: str):
+    return NotImplementedError(f"the {backend.name} backend does not implement '{what}'")
+
+
+class Backend:
+    """Base of every backend; subclasses override what their framework can do."""
+
+    name = "abstract"
+    executing_eagerly_always = False
+    """True for frameworks without graphs (PyTorch): `cond` and `while_loop` can run in Python."""
+
+    # --- values and shapes ----------------------------------------------------------------
+    @classmethod
+    def is_raw(cls, value: Any) -> bool:
+        """Whether `value` is a raw tensor of this backend."""
+        raise _missing(cls, "is_raw")
+
+    @classmethod
+    def convert_to_raw(cls, value: Any, dtype: str) -> Any:
+        """A raw tensor of `value` (a number, NumPy array or raw tensor) with `dtype`."""
+        raise _missing(cls, "convert_to_raw")
+
+    @classmethod
+    def to_numpy(cls, raw: Any):
+        raise _missing(cls, "to_numpy")
+
+    @classmethod
+    def dtype_name(cls, raw: Any) -> str:
+        """The dtype of a raw tensor as a name ("float32")."""
+        raise _missing(cls, "dtype_name")
+
+    @classmethod
+    def get_known_shape_raw(cls, raw: Any) -> Tuple[Optional[int], ...]:
+        """The static shape: ints where known, None elsewhere (no ops are created)."""
+        raise _missing(cls, "get_known_shape_raw")
+
+    @classmethod
+    def get_shape_tuple_raw(cls, raw: Any) -> Tuple[Any, ...]:
+        """The shape: ints where static, scalar raw tensors where not."""
+        raise _missing(cls, "get_shape_tuple_raw")
+
+    @classmethod
+    def fill_raw(cls, shape: Sequence[Any], value: Any, dtype: str) -> Any:
+        raise _missing(cls, "fill_raw")
+
+    @classmethod
+    def range_raw(cls, limit: Any, dtype: str) -> Any:
+        """[0, 1, ..., limit - 1]."""
+        raise _missing(cls, "range_raw")
+
+    # --- elementwise --------------------------------------------------------------------------
+    @classmethod
+    def combine_raw(cls, a: Any, kind: str, b: Any) -> Any:
+        """a KIND b with broadcasting; kind: add, sub, mul, truediv, floordiv, mod, pow, maximum, minimum,
+        logical_and, logical_or, logical_xor, squared_difference."""
+        raise _missing(cls, f"combine_raw {kind}")
+
+    @classmethod
+    def compare_raw(cls, a: Any, kind: str, b: Any) -> Any:
+        """a KIND b; kind: equal, not_equal, less, less_equal, greater, greater_equal."""
+        raise _missing(cls, f"compare_raw {kind}")
+
+    @classmethod
+    def where_raw(cls, cond: Any, true_: Any, false_: Any) -> Any:
+        raise _missing(cls, "where_raw")
+
+    @classmethod
+    def activation_raw(cls, raw: Any, func: str) -> Any:
+        """An elementwise function by name: tanh, sigmoid, relu, exp, log, abs, neg, logical_not, ..."""
+        raise _missing(cls, f"activation_raw {func}")
+
+    @classmethod
+    def cast_raw(cls, raw: Any, dtype: str) -> Any:
+        raise _missing(cls, "cast_raw")
+
+    @classmethod
+    def clip_by_value_raw(cls, raw: Any, low: Any, high: Any) -> Any:
+        raise _missing(cls, "clip_by_value_raw")
+
+    @classmethod
+    def stop_gradient_raw(cls, raw: Any) -> Any:
+        raise _missing(cls, "stop_gradient_raw")
+
+    @classmethod
+    def scaled_gradient_raw(cls, raw: Any, scale: float) -> Any:
+        """Identity forward; the gradient times `scale`."""
+        raise _missing(cls, "scaled_gradient_raw")
+
+    # --- layout ----------------------------------------------------------------------------------
+    @classmethod
+    def reshape_raw(cls, raw: Any, shape: Sequence[Any]) -> Any:
+        raise _missing(cls, "reshape_raw")
+
+    @classmethod
+    def transpose_raw(cls, raw: Any, perm: Sequence[int]) -> Any:
+        raise _missing(cls, "transpose_raw")
+
+    @classmethod
+    def expand_dims_raw(cls, raw: Any, axis: int) -> Any:
+        raise _missing(cls, "expand_dims_raw")
+
+    @classmethod
+    def squeeze_raw(cls, raw: Any, axes: Sequence[int]) -> Any:
+        raise _missing(cls, "squeeze_raw")
+
+    @classmethod
+    def broadcast_to_raw(cls, raw: Any, shape: Sequence[Any]) -> Any:
+        raise _missing(cls, "broadcast_to_raw")
+
+    @classmethod
+    def concat_raw(cls, raws: Sequence[Any], axis: int) -> Any:
+        raise _missing(cls, "concat_raw")
+
+    @classmethod
+    def stack_raw(cls, raws: Sequence[Any], axis: int) -> Any:
+        raise _missing(cls, "stack_raw")
+
+    @classmethod
+    def split_raw(cls, raw: Any, sizes: Sequence[int], axis: int) -> Sequence[Any]:
+        raise _missing(cls, "split_raw")
+
+    @classmethod
+    def pad_raw(cls, raw: Any, paddings: Sequence[Tuple[Any, Any]], mode: str, value: Any) -> Any:
+        """Pads every axis by (left, right); mode: constant, reflect, replicate (edge)."""
+        raise _missing(cls, "pad_raw")
+
+    @classmethod
+    def slice_raw(cls, raw: Any, axis: int, start: Any, end: Any, step: Any) -> Any:
+        """raw[..., start:end:step, ...] along `axis` (Python slice semantics)."""
+        raise _missing(cls, "slice_raw")
+
+    @classmethod
+    def gather_raw(cls, raw: Any, indices: Any, axis: int, batch_dims: int) -> Any:
+        """Like tf.gather: the first `batch_dims` axes of raw and indices are shared."""
+        raise _missing(cls, "gather_raw")
+
+    @classmethod
+    def reverse_sequence_raw(cls, raw: Any, lengths: Any, seq_axis: int, batch_axis: int) -> Any:
+        raise _missing(cls, "reverse_sequence_raw")
+
+    @classmethod
+    def sequence_mask_raw(cls, lengths: Any, maxlen: Any) -> Any:
+        """Bool [*lengths.shape, maxlen]: position < length."""
+        raise _missing(cls, "sequence_mask_raw")
+
+    # --- reductions and products ----------------------------------------------------------------------
+    @classmethod
+    def reduce_raw(cls, raw: Any, mode: str, axes: Sequence[int]) -> Any:
+        """mode: sum, mean, max, min, prod, logsumexp, any, all, argmax, argmin (argmax/argmin: one axis)."""
+        raise _missing(cls, f"reduce_raw {mode}")
+
+    @classmethod
+    def matmul_raw(cls, a: Any, b: Any) -> Any:
+        """Batched matmul (shared..., I, J) x (shared..., J, K) -> (shared..., I, K)."""
+        raise _missing(cls, "matmul_raw")
+
+    @classmethod
+    def softmax_raw(cls, raw: Any, axis: int, log: bool) -> Any:
+        raise _missing(cls, "softmax_raw")
+
+    @classmethod
+    def cumsum_raw(cls, raw: Any, axis: int, reverse: bool) -> Any:
+        raise _missing(cls, "cumsum_raw")
+
+    # --- randomness and training -----------------------------------------------------------------
+    @classmethod
+    def dropout_raw(cls, raw: Any, rate: float, noise_shape: Optional[Sequence[Any]]) -> Any:
+        raise _missing(cls, "dropout_raw")
+
+    @classmethod
+    def random_raw(cls, shape: Sequence[Any], distribution: str, dtype: str, **kwargs) -> Any:
+        """distribution: uniform (minval, maxval), normal (mean, stddev), truncated_normal."""
+        raise _missing(cls, f"random_raw {distribution}")
+
+    @classmethod
+    def custom_gradient_raw(cls, forward: Callable, raws: Sequence[Any]) -> Any:
+        raise _missing(cls, "custom_gradient_raw")
+
+    # --- control flow ---------------------------------------------------------------------------------
+    @classmethod
+    def cond_raw(cls, pred: Any, true_fn: Callable[[], Any], false_fn: Callable[[], Any]) -> Any:
+        raise _missing(cls, "cond_raw")
+
+    @classmethod
+    def while_loop_raw(cls, cond: Callable[..., Any], body: Callable[..., Any], initial: Any) -> Any:
+        """Runs `body` while `cond` holds; `initial` and the body's result are nests of raw tensors."""
+        raise _missing(cls, "while_loop_raw")
+
+    @classmethod
+    def scan_raw(cls, step: Callable[[Any, Any], Any], elems: Any, initial: Any) -> Any:
+        """Like tf.scan over axis 0 of the nest `elems`; returns the stacked states."""
+        raise _missing(cls, "scan_raw")
+
+    # --- parameters -------------------------------------------------------------------------------------
+    @classmethod
+    def create_parameter_raw(cls, name: str, shape: Sequence[int], dtype: str, initial_value: Any,
+                             trainable: bool) -> Any:
+        raise _missing(cls, "create_parameter_raw")
+
+    @classmethod
+    def initial_value_raw(cls, init: Any, shape: Sequence[int], dtype: str, seed: int, layer: str,
+                          option: str) -> Any:
+        """The initial value of a parameter from an initializer spec (a number, a name, a call string, a dict)."""
+        raise _missing(cls, "initial_value_raw")
+
+    @classmethod
+    def name_scope_raw(cls, name: str):
+        """A context manager naming the ops created in it (a no-op where ops have no names)."""
+        import contextlib
+
+        return contextlib.nullcontext()

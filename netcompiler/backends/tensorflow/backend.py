@@ -1,0 +1,11 @@
+"""`TensorFlowBackend`: the `Backend` interface on TensorFlow, one mixin per family of operations."""
+
+from ..base import Backend
+from .core import CoreOps
+from .params import ParamOps
+
+
+class TensorFlowBackend(CoreOps, ParamOps, Backend):
+    """Raw tensors are `tf.Tensor`s; runs eagerly or inside `tf.function` (graph)."""
+
+    name = "tensorflow"

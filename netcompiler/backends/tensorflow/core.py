@@ -1,0 +1,252 @@
+"""The TensorFlow backend's basic operations: values, elementwise math, layout, reductions, control flow."""
+
+from __future__ import annotations
+
+from typing import Any, Optional, Sequence
+
+import numpy as np
+import tensorflow as tf
+
+_COMBINE = {
+    "add": tf.add, "sub": tf.subtract, "mul": tf.multiply, "truediv": tf.math.truediv,
+    "floordiv": tf.math.floordiv, "mod": tf.math.floormod, "pow": tf.pow, "maximum": tf.maximum,
+    "minimum": tf.minimum, "logical_and": tf.logical_and, "logical_or": tf.logical_or,
+    "logical_xor": tf.math.logical_xor, "squared_difference": tf.math.squared_difference,
+    "divide_no_nan": tf.math.divide_no_nan,
+}
+
+_COMPARE = {
+    "equal": tf.equal, "not_equal": tf.not_equal, "less": tf.less, "less_equal": tf.less_equal,
+    "greater": tf.greater, "greater_equal": tf.greater_equal,
+}
+
+_ACTIVATIONS = {
+    "identity": tf.identity, "relu": tf.nn.relu, "relu6": tf.nn.relu6, "elu": tf.nn.elu, "selu": tf.nn.selu,
+    "gelu": lambda x: tf.nn.gelu(x, approximate=False), "gelu_tanh": lambda x: tf.nn.gelu(x, approximate=True),
+    "leaky_relu": tf.nn.leaky_relu, "tanh": tf.tanh, "sigmoid": tf.sigmoid, "log_sigmoid": tf.math.log_sigmoid,
+    "softplus": tf.nn.softplus, "softsign": tf.nn.softsign, "silu": tf.nn.silu, "swish": tf.nn.silu,
+    "exp": tf.exp, "log": tf.math.log, "abs": tf.abs, "square": tf.square, "sqrt": tf.sqrt,
+    "rsqrt": tf.math.rsqrt, "sin": tf.sin, "cos": tf.cos, "erf": tf.math.erf, "sign": tf.sign,
+    "neg": tf.negative, "negative": tf.negative, "reciprocal": tf.math.reciprocal,
+    "logical_not": tf.logical_not, "floor": tf.floor, "ceil": tf.math.ceil, "round": tf.round,
+    "is_finite": tf.math.is_finite, "log1p": tf.math.log1p,
+}
+
+_REDUCE = {
+    "sum": tf.reduce_sum, "mean": tf.reduce_mean, "max": tf.reduce_max, "min": tf.reduce_min,
+    "prod": tf.reduce_prod, "logsumexp": tf.reduce_logsumexp, "any": tf.reduce_any, "all": tf.reduce_all,
+}
+
+
+class CoreOps:
+    """Values, elementwise math, layout, reductions and control flow on `tf.Tensor`s."""
+
+    name = "tensorflow"
+
+    # --- values and shapes --------------------------------------------------------------------
+    @classmethod
+    def is_raw(cls, value: Any) -> bool:
+        return isinstance(value, (tf.Tensor, tf.Variable))
+
+    @classmethod
+    def convert_to_raw(cls, value: Any, dtype: str) -> Any:
+        if isinstance(value, (tf.Tensor, tf.Variable)):
+            return value if value.dtype.name == dtype else tf.cast(value, dtype)
+        return tf.convert_to_tensor(np.asarray(value, dtype=dtype) if dtype != "string" else value, dtype=dtype)
+
+    @classmethod
+    def to_numpy(cls, raw: Any):
+        return raw.numpy()
+
+    @classmethod
+    def dtype_name(cls, raw: Any) -> str:
+        return raw.dtype.name
+
+    @classmethod
+    def get_known_shape_raw(cls, raw: Any):
+        return tuple(raw.shape.as_list())
+
+    @classmethod
+    def get_shape_tuple_raw(cls, raw: Any):
+        known = raw.shape.as_list()
+        if all(n is not None for n in known):
+            return tuple(known)
+        dynamic = tf.shape(raw)
+        return tuple(n if n is not None else dynamic[i] for i, n in enumerate(known))
+
+    @classmethod
+    def fill_raw(cls, shape: Sequence[Any], value: Any, dtype: str) -> Any:
+        if all(isinstance(n, int) for n in shape):
+            return tf.constant(value, dtype=dtype, shape=list(shape)) if shape else tf.constant(value, dtype=dtype)
+        return tf.fill(tf.stack([tf.cast(n, tf.int32) for n in shape]), tf.constant(value, dtype=dtype))
+
+    @classmethod
+    def range_raw(cls, limit: Any, dtype: str) -> Any:
+        return tf.range(limit, dtype=dtype)
+
+    # --- elementwise ----------------------------------------------------------------------------
+    @classmethod
+    def combine_raw(cls, a: Any, kind: str, b: Any) -> Any:
+        return _COMBINE[kind](a, b)
+
+    @classmethod
+    def compare_raw(cls, a: Any, kind: str, b: Any) -> Any:
+        return _COMPARE[kind](a, b)
+
+    @classmethod
+    def where_raw(cls, cond: Any, true_: Any, false_: Any) -> Any:
+        return tf.where(cond, true_, false_)
+
+    @classmethod
+    def activation_raw(cls, raw: Any, func: str) -> Any:
+        return _ACTIVATIONS[func](raw)
+
+    @classmethod
+    def cast_raw(cls, raw: Any, dtype: str) -> Any:
+        return raw if raw.dtype.name == dtype else tf.cast(raw, dtype)
+
+    @classmethod
+    def clip_by_value_raw(cls, raw: Any, low: Any, high: Any) -> Any:
+        return tf.clip_by_value(raw, low, high)
+
+    @classmethod
+    def stop_gradient_raw(cls, raw: Any) -> Any:
+        return tf.stop_gradient(raw)
+
+    @classmethod
+    def scaled_gradient_raw(cls, raw: Any, scale: float) -> Any:
+        @tf.custom_gradient
+        def scaled(t):  # the value unchanged (inf too), the gradient times scale
+            return tf.identity(t), lambda dy: dy * tf.cast(scale, dy.dtype)
+
+        return scaled(raw)
+
+    # --- layout ------------------------------------------------------------------------------------
+    @classmethod
+    def reshape_raw(cls, raw: Any, shape: Sequence[Any]) -> Any:
+        if not all(isinstance(n, int) for n in shape):
+            shape = tf.stack([tf.cast(n, tf.int32) for n in shape]) if shape else []
+        return tf.reshape(raw, shape)
+
+    @classmethod
+    def transpose_raw(cls, raw: Any, perm: Sequence[int]) -> Any:
+        return raw if list(perm) == list(range(len(perm))) else tf.transpose(raw, perm)
+
+    @classmethod
+    def expand_dims_raw(cls, raw: Any, axis: int) -> Any:
+        return tf.expand_dims(raw, axis)
+
+    @classmethod
+    def squeeze_raw(cls, raw: Any, axes: Sequence[int]) -> Any:
+        return tf.squeeze(raw, axis=list(axes)) if axes else raw
+
+    @classmethod
+    def broadcast_to_raw(cls, raw: Any, shape: Sequence[Any]) -> Any:
+        if not all(isinstance(n, int) for n in shape):
+            shape = tf.stack([tf.cast(n, tf.int32) for n in shape])
+        return tf.broadcast_to(raw, shape)
+
+    @classmethod
+    def concat_raw(cls, raws: Sequence[Any], axis: int) -> Any:
+        return raws[0] if len(raws) == 1 else tf.concat(list(raws), axis=axis)
+
+    @classmethod
+    def stack_raw(cls, raws: Sequence[Any], axis: int) -> Any:
+        return tf.stack(list(raws), axis=axis)
+
+    @classmethod
+    def split_raw(cls, raw: Any, sizes: Sequence[int], axis: int):
+        return tf.split(raw, list(sizes), axis=axis)
+
+    @classmethod
+    def pad_raw(cls, raw: Any, paddings, mode: str, value: Any) -> Any:
+        tf_mode = {"constant": "CONSTANT", "reflect": "REFLECT", "symmetric": "SYMMETRIC"}[mode]
+        paddings = [[left, right] for left, right in paddings]
+        if tf_mode == "CONSTANT":
+            return tf.pad(raw, paddings, constant_values=tf.cast(value, raw.dtype))
+        return tf.pad(raw, paddings, mode=tf_mode)
+
+    @classmethod
+    def slice_raw(cls, raw: Any, axis: int, start: Any, end: Any, step: Any) -> Any:
+        return raw[(slice(None),) * axis + (slice(start, end, step),)]
+
+    @classmethod
+    def gather_raw(cls, raw: Any, indices: Any, axis: int, batch_dims: int) -> Any:
+        return tf.gather(raw, indices, axis=axis, batch_dims=batch_dims)
+
+    @classmethod
+    def reverse_sequence_raw(cls, raw: Any, lengths: Any, seq_axis: int, batch_axis: int) -> Any:
+        return tf.reverse_sequence(raw, tf.cast(lengths, tf.int32), seq_axis=seq_axis, batch_axis=batch_axis)
+
+    @classmethod
+    def sequence_mask_raw(cls, lengths: Any, maxlen: Any) -> Any:
+        return tf.sequence_mask(lengths, maxlen=maxlen)
+
+    # --- reductions and products ---------------------------------------------------------------------
+    @classmethod
+    def reduce_raw(cls, raw: Any, mode: str, axes: Sequence[int]) -> Any:
+        if mode in ("argmax", "argmin"):
+            (axis,) = axes
+            fn = tf.argmax if mode == "argmax" else tf.argmin
+            return fn(raw, axis=axis, output_type=tf.int32)
+        return _REDUCE[mode](raw, axis=list(axes))
+
+    @classmethod
+    def matmul_raw(cls, a: Any, b: Any) -> Any:
+        return tf.linalg.matmul(a, b)
+
+    @classmethod
+    def softmax_raw(cls, raw: Any, axis: int, log: bool) -> Any:
+        fn = tf.nn.log_softmax if log else tf.nn.softmax
+        return fn(raw, axis=axis)
+
+    @classmethod
+    def cumsum_raw(cls, raw: Any, axis: int, reverse: bool) -> Any:
+        return tf.cumsum(raw, axis=axis, reverse=reverse)
+
+    # --- randomness -----------------------------------------------------------------------------------
+    @classmethod
+    def dropout_raw(cls, raw: Any, rate: float, noise_shape: Optional[Sequence[Any]]) -> Any:
+        if noise_shape is not None:
+            noise_shape = tf.stack([tf.cast(n, tf.int32) for n in noise_shape])
+        return tf.nn.dropout(raw, rate=rate, noise_shape=noise_shape)
+
+    @classmethod
+    def random_raw(cls, shape: Sequence[Any], distribution: str, dtype: str, **kwargs) -> Any:
+        shape = tf.stack([tf.cast(n, tf.int32) for n in shape]) if shape else []
+        if distribution == "uniform":
+            return tf.random.uniform(shape, kwargs.get("minval", 0), kwargs.get("maxval", 1), dtype=dtype)
+        if distribution == "normal":
+            return tf.random.normal(shape, kwargs.get("mean", 0.0), kwargs.get("stddev", 1.0), dtype=dtype)
+        if distribution == "truncated_normal":
+            return tf.random.truncated_normal(shape, kwargs.get("mean", 0.0), kwargs.get("stddev", 1.0),
+                                              dtype=dtype)
+        raise ValueError(f"unknown distribution {distribution!r}")
+
+    # --- control flow -----------------------------------------------------------------------------------
+    @classmethod
+    def cond_raw(cls, pred: Any, true_fn, false_fn) -> Any:
+        return tf.cond(pred, true_fn, false_fn)
+
+    @classmethod
+    def while_loop_raw(cls, cond, body, initial) -> Any:
+        return tf.while_loop(cond, body, initial)
+
+    @classmethod
+    def scan_raw(cls, step, elems, initial) -> Any:
+        return tf.scan(step, elems, initializer=initial)
+
+    @classmethod
+    def name_scope_raw(cls, name: str):
+        return tf.name_scope(name)
+
+    # --- checks --------------------------------------------------------------------------------------------
+    @classmethod
+    def assert_equal_raw(cls, a: Any, b: Any, message: str) -> Any:
+        """An op that fails with `message` at run time unless a == b everywhere."""
+        return tf.debugging.assert_equal(a, b, message=message)
+
+    @classmethod
+    def with_dependencies_raw(cls, raw: Any, dependencies: Sequence[Any]) -> Any:
+        with tf.control_dependencies([d for d in dependencies if d is not None]):
+            return tf.identity(raw)

@@ -1,0 +1,31 @@
+"""The op layer (`import netcompiler.frontend as rf`): operations on Tensors addressed by Dim.
+
+Each op checks its arguments' templates, computes the output template, and
+calls the backend of its Tensors' raw values (`netcompiler/backends/`). Ops
+that cross a dynamic Dim mask its padded frames. Names follow RETURNN's
+frontend (`rf.matmul(a, b, reduce=dim)`, `rf.reduce(x, mode="max", axis=dim)`,
+`rf.softmax(x, axis=dim)`).
+"""
+
+from ..tensor import Data, Dim, Tensor, batch_dim
+from . import math as _math
+from .array import (
+    concat, convert_to_tensor, cumsum, dim_size_tensor, expand_dim, full, gather, masked, merge_dims, ones, pad,
+    permute, range_over_dim, replace_dim, reverse_sequence, sequence_mask, shape_of, slice, split, split_dims,
+    squeeze, stack, zeros, zeros_like,
+)
+from .loops import cond, while_loop
+from .math import (
+    ACTIVATIONS, abs, activation, cast, clip_by_value, combine, compare, cos, elu, erf, exp, gelu, is_finite, log,
+    log_sigmoid, logical_not, maximum, minimum, neg, relu, rsqrt, scaled_gradient, sigmoid, sign, silu, sin,
+    softplus, sqrt, square, stop_gradient, tanh, where,
+)
+from .nn import dropout, random, random_normal, random_uniform
+from .parameters import create_parameter
+from .reduce import (
+    REDUCE_MODES, log_softmax, masked_dims, matmul, reduce, reduce_argmax, reduce_max, reduce_mean, reduce_min,
+    reduce_sum, softmax,
+)
+from .run_ctx import RunContext, SizeTable, current_run_ctx, get_run_ctx
+
+Tensor._ops = _math  # the operators of Tensor (a + b, a < b, -a) run through the op layer

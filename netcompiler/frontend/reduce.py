@@ -1,0 +1,162 @@
+"""Ops that sum or normalise over Dims: `reduce`, `matmul`, `softmax`, `log_softmax`.
+
+Each masks the padded frames of the dynamic dims it crosses, so a padded batch
+gives the same result as each sequence computed alone.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence, Union
+
+from ..tensor import Data, Dim, Tensor
+from ._dispatch import backend_for
+from .array import masked, permute, sequence_mask
+from .math import cast
+
+REDUCE_MODES = ("sum", "mean", "max", "min", "prod", "logsumexp", "any", "all", "argmax", "argmin")
+
+
+def _as_list(axis: Union[Dim, Sequence[Dim]]):
+    return [axis] if isinstance(axis, Dim) else list(axis)
+
+
+def _neutral(mode: str, dtype: str):
+    """The value that padded frames take so they do not change a reduction of `mode`."""
+    if mode in ("sum", "mean"):
+        return 0
+    if mode == "prod":
+        return 1
+    if mode == "any":
+        return False
+    if mode == "all":
+        return True
+    highest = mode in ("min", "argmin")
+    if dtype.startswith(("float", "bfloat")):
+        return float("inf") if highest else float("-inf")
+    import numpy as np
+
+    info = np.iinfo(dtype)
+    return int(info.max if highest else info.min)
+
+
+def masked_dims(x: Tensor, axes: Sequence[Dim]) -> list:
+    """The dynamic dims of `x` whose padding a reduction over `axes` would mix in: those reduced, and all
+    when the batch is reduced (padding varies along the batch)."""
+    batch_reduced = any(d.is_batch for d in axes)
+    return [d for d in x.dims if d.is_dynamic and not d.is_batch and (d in axes or batch_reduced)]
+
+
+def reduce(x: Tensor, *, mode: str, axis: Union[Dim, Sequence[Dim]], use_mask: bool = True) -> Tensor:
+    """`x` reduced over `axis` (one Dim or several) with `mode` (see REDUCE_MODES; argmax/argmin: one Dim,
+    the result is int32 and sparse over it)."""
+    if mode not in REDUCE_MODES:
+        raise ValueError(f"unknown reduce mode {mode!r}")
+    axes = _as_list(axis)
+    backend = backend_for(x)
+    out_dims = tuple(d for d in x.dims if d not in axes)
+    roles = {role: (getattr(x.data, role) if getattr(x.data, role) in out_dims else None)
+             for role in ("time_dim", "feature_dim")}
+    pad_dims = masked_dims(x, axes) if use_mask else []
+    if mode == "mean" and pad_dims:
+        mask = sequence_mask(pad_dims, like=x)
+        total = reduce(masked(x, pad_dims, 0), mode="sum", axis=axes, use_mask=False)
+        count = _count(cast(mask, x.dtype), x, axes)
+        return Tensor(Data(x.name, out_dims, x.dtype, **roles), permute(total / count, out_dims).raw)
+    if pad_dims:
+        x = masked(x, pad_dims, _neutral(mode, x.dtype))
+    raw = backend.reduce_raw(x.raw, mode, [x.axis_of(d) for d in axes])
+    if mode in ("argmax", "argmin"):
+        return Tensor(Data(x.name, out_dims, "int32", sparse_dim=axes[0], **roles), raw)
+    return Tensor(Data(x.name, out_dims, x.dtype, sparse_dim=x.sparse_dim if mode in ("max", "min") else None,
+                       **roles), raw)
+
+
+def _count(ones: Tensor, x: Tensor, axes):
+    """How many valid frames each reduced slice of `x` has: the mask's ones summed over the reduced axes
+    (broadcast over the reduced dims the mask lacks)."""
+    counted = reduce(ones, mode="sum", axis=[d for d in axes if ones.has_dim(d)], use_mask=False)
+    for d in axes:
+        if not ones.has_dim(d):
+            from .run_ctx import get_run_ctx
+
+            counted = counted * cast(_size_scalar(get_run_ctx().dim_value(d), x), x.dtype)
+    return counted
+
+
+def _size_scalar(value, like: Tensor):
+    from .array import convert_to_tensor
+
+    backend = backend_for(like)
+    if isinstance(value, int):
+        return convert_to_tensor(value, dtype="int32", backend=backend)
+    return Tensor(Data("size", (), "int32"), value)
+
+
+def reduce_sum(x: Tensor, *, axis, use_mask: bool = True) -> Tensor:
+    return reduce(x, mode="sum", axis=axis, use_mask=use_mask)
+
+
+def reduce_mean(x: Tensor, *, axis, use_mask: bool = True) -> Tensor:
+    return reduce(x, mode="mean", axis=axis, use_mask=use_mask)
+
+
+def reduce_max(x: Tensor, *, axis, use_mask: bool = True) -> Tensor:
+    return reduce(x, mode="max", axis=axis, use_mask=use_mask)
+
+
+def reduce_min(x: Tensor, *, axis, use_mask: bool = True) -> Tensor:
+    return reduce(x, mode="min", axis=axis, use_mask=use_mask)
+
+
+def reduce_argmax(x: Tensor, *, axis: Dim, use_mask: bool = True) -> Tensor:
+    return reduce(x, mode="argmax", axis=axis, use_mask=use_mask)
+
+
+def matmul(a: Tensor, b: Tensor, *, reduce: Union[Dim, Sequence[Dim]], use_mask: bool = True) -> Tensor:  # noqa: A002
+    """Sum over `reduce` of a * b. Dims in both (other than `reduce`) are shared (batched); the result has the
+    shared dims, then a's own, then b's own. Padding of a dynamic reduced dim is masked out."""
+    red = _as_list(reduce)
+    backend = backend_for(a, b)
+    if use_mask:
+        pad = [d for d in red if d.is_dynamic and not d.is_batch]
+        if pad:
+            a = masked(a, pad, 0)
+    shared = [d for d in a.dims if d not in red and b.has_dim(d)]
+    a_only = [d for d in a.dims if d not in red and d not in shared]
+    b_only = [d for d in b.dims if d not in red and d not in shared]
+    a_raw = permute(a, shared + a_only + red).raw
+    b_raw = permute(b, shared + red + b_only).raw
+    a_shape = list(backend.get_shape_tuple_raw(a_raw))
+    b_shape = list(backend.get_shape_tuple_raw(b_raw))
+    ns, na, nr = len(shared), len(a_only), len(red)
+    s_shape, a_own, r_shape, b_own = a_shape[:ns], a_shape[ns:ns + na], a_shape[ns + na:], b_shape[ns + nr:]
+    a2 = backend.reshape_raw(a_raw, s_shape + [_product(a_own), _product(r_shape)]) \
+        if (na != 1 or nr != 1) else a_raw
+    b2 = backend.reshape_raw(b_raw, s_shape + [_product(r_shape), _product(b_own)]) \
+        if (nr != 1 or len(b_only) != 1) else b_raw
+    raw = backend.matmul_raw(a2, b2)
+    if na != 1 or len(b_only) != 1:
+        raw = backend.reshape_raw(raw, s_shape + a_own + b_own)
+    out_dims = tuple(shared + a_only + b_only)
+    roles = {role: next((getattr(t.data, role) for t in (a, b) if getattr(t.data, role) in out_dims), None)
+             for role in ("time_dim", "feature_dim")}
+    return Tensor(Data(a.name, out_dims, a.dtype, **roles), raw)
+
+
+def _product(sizes):
+    total = 1
+    for s in sizes:
+        total = total * s
+    return total
+
+
+def softmax(x: Tensor, *, axis: Dim, use_mask: bool = True, log: bool = False) -> Tensor:
+    """softmax over `axis`; padded frames of a dynamic `axis` get probability 0 (log: -inf)."""
+    backend = backend_for(x)
+    if use_mask and axis.is_dynamic and not axis.is_batch:
+        x = masked(x, [axis], float("-inf"))
+    return Tensor(x.data, backend.softmax_raw(x.raw, x.axis_of(axis), log))
+
+
+def log_softmax(x: Tensor, *, axis: Dim, use_mask: bool = True) -> Tensor:
+    return softmax(x, axis=axis, use_mask=use_mask, log=True)

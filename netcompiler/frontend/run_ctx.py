@@ -1,0 +1,142 @@
+"""The run context: which backend runs, whether this is training, and the sizes of dynamic Dims.
+
+Dynamic sizes are not stored on Dims: a run keeps them here, as Tensors keyed
+by Dim (the batch dim's size is a scalar; a time dim's sizes are lengths, e.g.
+[B] or [B, beam]). Sizes of derived Dims (a strided conv over time, batch x
+beam, ...) are computed from their parents' on first use and kept. Masks of
+padded frames are made from the sizes on demand. Contexts nest: a loop step's
+context sees the sizes of the context around it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Tuple, Union
+
+from ..errors import TemplateMismatchError
+from ..tensor import Data, Dim, Tensor, batch_dim
+
+_stack: List["RunContext"] = []
+
+
+class SizeTable:
+    """Dim -> size, robust to `Dim.declare_same_as` after a Dim was first used as a key.
+
+    Lookups try the Dim itself, then its current root, then any stored Dim that now equals it.
+    """
+
+    def __init__(self):
+        self._entries: Dict[int, Tuple[Dim, Any]] = {}
+
+    def set(self, dim: Dim, value: Any) -> None:
+        self._entries[id(dim)] = (dim, value)
+
+    def get(self, dim: Dim) -> Any:
+        for candidate in (dim, dim.root()):
+            entry = self._entries.get(id(candidate))
+            if entry is not None:
+                return entry[1]
+        for stored, value in self._entries.values():
+            if stored == dim:
+                return value
+        return None
+
+    def __contains__(self, dim: Dim) -> bool:
+        return self.get(dim) is not None
+
+
+class RunContext:
+    """One run (a forward pass, a train step, a loop step) of one backend."""
+
+    def __init__(self, backend, *, training: bool = False, parent: Optional["RunContext"] = None):
+        self.backend = backend
+        self.training = training
+        self.parent = parent
+        self.sizes = SizeTable()
+
+    # --- the context stack ------------------------------------------------------------------
+    def __enter__(self) -> "RunContext":
+        _stack.append(self)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        _stack.pop()
+
+    def child(self) -> "RunContext":
+        """A nested context (a loop step) that sees this one's sizes."""
+        return RunContext(self.backend, training=self.training, parent=self)
+
+    # --- sizes --------------------------------------------------------------------------------
+    def set_size(self, dim: Dim, size: Union[Tensor, Any], size_dims=(batch_dim,)) -> None:
+        """Records the sizes of a dynamic Dim: a Tensor, or a raw int tensor with dims `size_dims`."""
+        if not isinstance(size, Tensor):
+            raw = self.backend.cast_raw(size, "int32") if self.backend.is_raw(size) else \
+                self.backend.convert_to_raw(size, "int32")
+            size = Tensor(Data(f"size:{dim.description}", tuple(size_dims), "int32"), raw)
+        self.sizes.set(dim, size)
+
+    def size(self, dim: Dim) -> Union[int, Tensor]:
+        """The size of `dim`: an int if static, else a Tensor (batch: a scalar; others: per-sequence sizes)."""
+        if dim.size is not None:
+            return dim.size
+        known = self._lookup(dim)
+        if known is not None:
+            return known
+        if dim.derivation is None:
+            raise TemplateMismatchError(f"no sizes are known for the dynamic dim {dim!r} in this run (netcompiler "
+                                        f"bug: the layer that makes a new dynamic dim must set its sizes)")
+        from . import math as rf_math
+
+        value = dim.compute_size(self._size_or_int, rf_math.maximum)
+        if isinstance(value, Tensor):
+            value = value.copy(name=f"size:{dim.description}")
+        self.sizes.set(dim, value)
+        return value
+
+    def _size_or_int(self, dim: Dim):
+        return self.size(dim)
+
+    def _lookup(self, dim: Dim):
+        ctx = self
+        while ctx is not None:
+            found = ctx.sizes.get(dim)
+            if found is not None:
+                return found
+            ctx = ctx.parent
+        return None
+
+    def dim_value(self, dim: Dim) -> Any:
+        """The length of `dim`'s axis in a padded tensor: the int if static, else a raw scalar (the batch
+        size, or the longest sequence)."""
+        size = self.size(dim)
+        if isinstance(size, int):
+            return size
+        if not size.dims:
+            return size.raw
+        return self.backend.reduce_raw(size.raw, "max", list(range(len(size.dims))))
+
+    def mask(self, dim: Dim, like: Optional[Tensor] = None) -> Optional[Tensor]:
+        """Bool Tensor, True on valid frames of `dim` (dims: the sizes' dims, then `dim`); None if `dim` has
+        no padding (static, or the batch). `like`: a tensor with axis `dim`, whose length the mask takes."""
+        if dim.size is not None or dim.is_batch:
+            return None
+        sizes = self.size(dim)
+        if not isinstance(sizes, Tensor) or not sizes.dims:
+            return None
+        backend = self.backend
+        if like is not None and like.has_dim(dim):
+            maxlen = backend.get_shape_tuple_raw(like.raw)[like.axis_of(dim)]
+        else:
+            maxlen = self.dim_value(dim)
+        raw = backend.sequence_mask_raw(sizes.raw, maxlen)
+        return Tensor(Data(f"mask:{dim.description}", sizes.dims + (dim,), "bool"), raw)
+
+
+def get_run_ctx() -> RunContext:
+    """The innermost run context; an error if no run is in progress."""
+    if not _stack:
+        raise RuntimeError("no run context: ops on Tensors run inside `with RunContext(backend):`")
+    return _stack[-1]
+
+
+def current_run_ctx() -> Optional[RunContext]:
+    return _stack[-1] if _stack else None
