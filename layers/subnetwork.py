@@ -6,11 +6,12 @@ parameters: "sub/inner/W"), "data" inside is the owner's input, and "base:x"
 is layer x of the parent network.
 """
 
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from netcompiler.errors import InvalidOptionError, closest_match
+from netcompiler.errors import ConfigError, InvalidOptionError, closest_match
 from netcompiler.layer_base import NONE_TYPE, LayerBase, Option, registered_layer_classes
 from netcompiler.network import Network
+from netcompiler.references import BASE, Reference, parse_reference, target_reference
 from netcompiler.tensor import Data
 
 
@@ -30,14 +31,21 @@ def parent_references(net_dict: Any) -> List[str]:
     for d in net_dict.values():
         if not isinstance(d, dict) or not isinstance(d.get("class"), str) or d["class"] not in classes:
             continue
-        refs = [ref for _, ref in classes[d["class"]].referenced_names(d)]
-        target = d.get("target")
-        if isinstance(target, str) and target.startswith("layer:"):
-            refs.append(target[len("layer:"):])
+        refs = [_parsed_or_none(parse_reference, ref) for _, ref in classes[d["class"]].referenced_names(d)]
+        if isinstance(d.get("target"), str):
+            refs.append(_parsed_or_none(target_reference, d["target"]))
         for ref in refs:
-            if isinstance(ref, str) and ref.startswith("base:") and ref[len("base:"):] not in found:
-                found.append(ref[len("base:"):])
+            if ref is not None and ref.kind == BASE and str(ref.inner) not in found:
+                found.append(str(ref.inner))
     return found
+
+
+def _parsed_or_none(parse: Callable[[Any], Reference], text: Any) -> Optional[Reference]:
+    """`parse(text)`, or None if `text` is malformed: building the nested network reports it with its path."""
+    try:
+        return parse(text)
+    except ConfigError:
+        return None
 
 
 def build_nested_network(owner: LayerBase, net_dict: Dict[str, Any], extern_data: Dict[str, Data],
@@ -77,8 +85,7 @@ class SubnetworkLayer(LayerBase):
     The inner layers are built like a network's: "output", layers with a loss and layers with
     `is_output_layer` (and what they need). Other layers reach them as "sub/inner" (built on
     demand). Parameters belong to the inner layers ("sub/inner/W"); this layer itself has none.
-    Attributes: `subnetwork` (the inner Network; its `owner` is this layer) and `inner_sources`
-    (inner extern data key -> the source layer it is, None for this layer's concatenated input).
+    Attribute: `subnetwork` (the inner Network; its `owner` is this layer).
     """
 
     layer_class = "subnetwork"
@@ -114,8 +121,8 @@ class SubnetworkLayer(LayerBase):
 
     def _inner_extern_data(self) -> Dict[str, Data]:
         """What "data" and "data:KEY" mean inside (keys the inner network does not have go to the parent)."""
-        self.inner_sources = self._inner_source_layers()
-        return {key: self.input_data if src is None else src.output for key, src in self.inner_sources.items()}
+        return {key: self.input_data if src is None else src.output
+                for key, src in self._inner_source_layers().items()}
 
     def _inner_source_layers(self) -> Dict[str, Optional[LayerBase]]:
         """Extern data keys inside -> the source layer they are (None: this layer's concatenated input)."""
@@ -135,9 +142,13 @@ class SubnetworkLayer(LayerBase):
         prefix = layer.network.prefix
         return layer.name[len(prefix):] if prefix and layer.name.startswith(prefix) else layer.name
 
-    def emit(self, ctx):
-        """The inner "output" (the inner layers read this layer's input through ctx.extern_value)."""
-        return ctx.value(self.subnetwork.layers["output"])
+    def emit(self, inputs):
+        """Runs the inner network in a nested context whose extern data is this layer's input; its "output"."""
+        extern = {key: inputs.x if src is None else inputs.value(src)
+                  for key, src in self._inner_source_layers().items()}
+        inner = inputs.nested(self.subnetwork, extern)
+        inner.emit_all()
+        return inner.value(self.subnetwork.layers["output"])
 
     def get_sub_layer(self, name: str):
         if name.split("/", 1)[0] not in self.subnetwork.net_dict:

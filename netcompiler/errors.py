@@ -103,6 +103,10 @@ class InvalidOptionError(ConfigError):
     """An option has a value of the wrong type or outside what is allowed."""
 
 
+class MalformedReferenceError(InvalidOptionError):
+    """A string that should name a layer or data key is not written as a reference ("", "prev:", ...)."""
+
+
 class UnknownReferenceError(ConfigError):
     """A layer refers to a layer or data key that does not exist."""
 

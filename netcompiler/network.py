@@ -7,21 +7,23 @@ layer in order: check its options, resolve its references, infer its output
 template and parameters. Nested networks (subnetworks, loop bodies) are
 `Network`s with a parent; "base:x" looks the name up in the parent.
 
-Reference forms: "x", "data" (= "data:data"), "data:KEY", "x/y" (sublayer y
-of layer x), "base:x" (in a nested network), "prev:x" (in a loop body, see
-the `rec` layer).
+References ("x", "x/y", "data", "data:KEY", "base:x", "prev:x", ":i") are
+parsed by `netcompiler.references`; "prev:x" and ":i" only resolve in a loop
+body (`netcompiler.loop_body.LoopBody`), which overrides `get_prev_layer` and
+`step_index_layer`.
 """
 
 from __future__ import annotations
 
-from typing import Any, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
 
 from .config import Config
 from .errors import (
     ConfigError, CycleError, InvalidOptionError, UnknownReferenceError, SourceLocation, closest_match,
 )
 from .extern_data import extern_data_from_config
-from .layer_base import LayerBase, get_layer_class
+from .layer_base import LayerBase, ParamSpec, get_layer_class
+from .references import BASE, DATA, PREV, STEP_INDEX, STEP_INDEX_TEXT, Reference, parse_reference, target_reference
 from .tensor import Data, Dim
 
 
@@ -129,33 +131,22 @@ class Network:
         d = self._raw(name, None, "from")
         try:
             cls = get_layer_class(d.get("class"), self.path(name))
-            refs = cls.referenced_names(d) + self._target_references(d)
+            refs = cls.referenced_names(d) + self._target_references(name, d)
         except ConfigError as exc:
             raise exc.with_context(layer=self.path(name), location=self.location(name))
         result = []
         for option, ref in refs:
-            local = self._local_name(ref, name, option)
+            local = parse_reference(ref, option, self.path(name)).local_name
             if local is not None and local not in result:
+                self._raw(local, name, option)
                 result.append(local)
         return result
 
-    @staticmethod
-    def _target_references(d: Dict[str, Any]) -> List[Tuple[str, str]]:
+    def _target_references(self, name: str, d: Dict[str, Any]) -> List[Tuple[str, Reference]]:
         target = d.get("target")
         if isinstance(target, str) and d.get("loss"):
-            return [("target", target_reference(target))]
+            return [("target", target_reference(target, self.path(name)))]
         return []
-
-    def _local_name(self, ref: str, user: str, option: str) -> Optional[str]:
-        """The local layer that reference `ref` needs, None if it is not local; checks it exists."""
-        if not isinstance(ref, str):
-            raise InvalidOptionError(f"option '{option}' must name layers, not {ref!r}",
-                                     layer=self.path(user), option=option, location=self.location(user))
-        if ref == "data" or ref.startswith(("data:", "base:", "prev:")):
-            return None
-        local = ref.split("/", 1)[0]
-        self._raw(local, user, option)
-        return local
 
     def _raw(self, name: str, user: Optional[str], option: str) -> Dict[str, Any]:
         """The config dict of local layer `name`; a clear error if there is none."""
@@ -206,7 +197,7 @@ class Network:
             return
         if not any("n_out" in klass.__dict__.get("options", {}) for klass in cls.__mro__):
             return  # the class does not define its output size by n_out
-        dim = self.get_layer(target_reference(opts.get("target")), name, "target").output.dim
+        dim = self.get_layer(target_reference(opts.get("target"), self.path(name)), name, "target").output.dim
         if dim is not None:
             opts["n_out"] = dim + (1 if opts["loss"] == "ctc" else 0)
 
@@ -222,7 +213,8 @@ class Network:
             layer.loss = make_loss(layer, loss_name, layer.opts.get("loss_opts") or {}, None)
             return
         local_name = layer.name[len(self.prefix):]
-        layer.target_layer = self.get_layer(target_reference(layer.opts.get("target")), local_name, "target")
+        target = target_reference(layer.opts.get("target"), layer.name)
+        layer.target_layer = self.get_layer(target, local_name, "target")
         layer.loss = make_loss(layer, loss_name, layer.opts.get("loss_opts") or {}, layer.target_layer)
 
     def layer_dim(self, layer: str, size: Optional[int], kind: str, description: str) -> Dim:
@@ -236,42 +228,54 @@ class Network:
         return dim
 
     # --- references ---------------------------------------------------------------
-    def get_layer(self, ref: str, user: Optional[str] = None, option: str = "from") -> LayerBase:
-        """The layer that `ref` names, constructing it if needed; `user` is the asking layer (for errors)."""
-        if not isinstance(ref, str):
-            raise InvalidOptionError(f"option '{option}' must name a layer, not {ref!r}", option=option)
-        if ref == "data" or ref.startswith("data:"):
-            return self._extern_layer("data" if ref == "data" else ref[len("data:"):], user, option)
-        if ref.startswith("base:"):
+    def get_layer(self, ref: Union[str, Reference], user: Optional[str] = None, option: str = "from") -> LayerBase:
+        """The layer that `ref` names, constructing it if needed; `user` is the asking layer's local name
+        and `option` the option that names it (both for errors)."""
+        ref = parse_reference(ref, option, self.path(user) if user else None)
+        if ref.kind == DATA:
+            return self._extern_layer(ref.name, user, option)
+        if ref.kind == BASE:
             if self.parent is None:
                 raise UnknownReferenceError(f"'{option}' refers to '{ref}', but 'base:' only works inside a "
-                                            f"subnetwork or loop", option=option,
-                                            suggestion=f"write '{ref[5:]}'")
-            return self.parent.get_layer(ref[5:], None, option)
-        if ref.startswith("prev:"):
-            return self.get_prev_layer(ref[5:], user, option)
-        if "/" in ref:
-            base_name, sub_name = ref.split("/", 1)
-            base = self.get_layer(base_name, user, option)
-            sub = base.get_sub_layer(sub_name)
+                                            f"subnetwork or loop", option=option, suggestion=f"write '{ref.inner}'")
+            return self.parent.get_layer(ref.inner, None, option)
+        if ref.kind == STEP_INDEX:
+            return self.step_index_layer(user, option)
+        if ref.kind == PREV:
+            return self.get_prev_layer(ref.path, user, option)
+        layer = self.layers.get(ref.name)
+        if layer is None:
+            self._raw(ref.name, user, option)
+            layer = self._construct(ref.name)
+        return self._sub_layer(layer, ref, option)
+
+    @staticmethod
+    def _sub_layer(layer: LayerBase, ref: Reference, option: str) -> LayerBase:
+        """Walks `ref.sub` down from `layer` (the layer `ref.name`)."""
+        walked = ref.name
+        for sub_name in ref.sub:
+            sub = layer.get_sub_layer(sub_name)
             if sub is None:
-                names = base.sub_layer_names()
+                names = layer.sub_layer_names()
                 guess = closest_match(sub_name, names)
                 raise UnknownReferenceError(
-                    f"'{option}' refers to '{ref}', but layer '{base_name}' ({base.layer_class}) has no sublayer "
+                    f"'{option}' refers to '{ref}', but layer '{walked}' ({layer.layer_class}) has no sublayer "
                     f"'{sub_name}'", option=option,
-                    suggestion=f"did you mean '{base_name}/{guess}'?" if guess else
+                    suggestion=f"did you mean '{walked}/{guess}'?" if guess else
                     (f"its sublayers: {', '.join(names)}" if names else "it has no sublayers"))
-            return sub
-        if ref in self.layers:
-            return self.layers[ref]
-        self._raw(ref, user, option)
-        return self._construct(ref)
+            layer, walked = sub, f"{walked}/{sub_name}"
+        return layer
 
-    def get_prev_layer(self, name: str, user: Optional[str], option: str) -> LayerBase:
-        """'prev:x': overridden by loop bodies; elsewhere an error."""
-        raise UnknownReferenceError(f"'{option}' refers to 'prev:{name}', but 'prev:' only works inside a "
-                                    f"recurrent unit", option=option, suggestion=f"write '{name}'")
+    def get_prev_layer(self, path: str, user: Optional[str], option: str) -> LayerBase:
+        """'prev:x' (`path` "x" or "x/y"): overridden by loop bodies; elsewhere an error."""
+        raise UnknownReferenceError(f"'{option}' refers to 'prev:{path}', but 'prev:' only works inside a "
+                                    f"recurrent loop body", option=option, suggestion=f"write '{path}'")
+
+    def step_index_layer(self, user: Optional[str], option: str) -> LayerBase:
+        """':i': overridden by loop bodies; elsewhere an error."""
+        raise UnknownReferenceError(f"'{option}' refers to '{STEP_INDEX_TEXT}', but '{STEP_INDEX_TEXT}' is the "
+                                    f"step index of a recurrent loop body; it only works inside one",
+                                    option=option, suggestion="use a 'range_in_axis' layer for positions along an axis")
 
     def _extern_layer(self, key: str, user: Optional[str], option: str) -> LayerBase:
         name = "data" if key == "data" else f"data:{key}"
@@ -302,6 +306,13 @@ class Network:
         return self.config.layer_location(self.path(name)) if name else SourceLocation(
             self.config.path, self.config.network_line)
 
+    def all_params(self) -> Iterator[Tuple[str, LayerBase, ParamSpec]]:
+        """(full name "<layer path>/<param>", layer, spec) of every parameter of every built layer, nested
+        networks included; independent of the order emission runs in."""
+        for layer in self.all_layers():
+            for name, spec in layer.params.items():
+                yield f"{layer.name}/{name}", layer, spec
+
     def all_layers(self) -> Iterator[LayerBase]:
         """Every built layer, nested networks' layers right after their owner's inputs, in build order."""
         for layer in self.layers.values():
@@ -311,13 +322,6 @@ class Network:
             yield layer
             for sub in getattr(layer, "built_sub_layers", lambda: [])():
                 yield sub
-
-
-def target_reference(target: Optional[str]) -> str:
-    """The layer reference a loss target names: "layer:x" is layer x, any other name an extern data key
-    (default "classes", as in RETURNN)."""
-    target = target or "classes"
-    return target[len("layer:"):] if target.startswith("layer:") else f"data:{target}"
 
 
 def build_network(config: Config, extern_data: Optional[Dict[str, Data]] = None) -> Network:
