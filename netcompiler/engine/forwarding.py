@@ -6,7 +6,7 @@ from typing import Dict
 
 import tensorflow as tf
 
-from ..emit.ops import transpose_to
+from .. import frontend as rf
 from ..errors import ConfigError, closest_match
 from .feeding import batch_stream
 
@@ -33,8 +33,10 @@ def forward_to_hdf(model, dataset, layer_name: str, output_file: str, batching: 
     @tf.function(input_signature=list(signature), autograph=False)
     def run(inputs, lengths):
         ctx = model.forward(inputs, lengths, training=False)
-        value = transpose_to(ctx.value(layer), data.dims, order)
-        sizes = ctx.size(time_dim) if time_dim is not None else tf.fill([tf.shape(value)[0]], tf.shape(value)[1])
+        with ctx.run:
+            value = rf.permute(ctx.value(layer), order).raw
+            sizes = ctx.run.size(time_dim).raw if time_dim is not None else \
+                tf.fill([tf.shape(value)[0]], tf.shape(value)[1])
         return value, sizes
 
     seqs = []

@@ -67,7 +67,7 @@ class Trainer:
         with tf.GradientTape() as tape:
             ctx = self.model.forward(inputs, lengths, training=True)
             losses = self.model.losses(ctx)
-            objective = self.model.objective(losses)
+            objective = self.model.objective(losses, ctx)
         grads = tape.gradient(objective, variables)
         if self.clip_gradients is not None:
             grads = self.clip_gradients(grads)
@@ -87,7 +87,7 @@ class Trainer:
     def _eval_step(self, inputs, lengths):
         ctx = self.model.forward(inputs, lengths, training=False)
         losses = self.model.losses(ctx)
-        return self._results(losses), self.model.objective(losses)
+        return self._results(losses), self.model.objective(losses, ctx)
 
     # --- epochs --------------------------------------------------------------------------
     def train_epoch(self, dataset, epoch: int, last_checkpoint: Optional[str]) -> Scores:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, Iterable, Optional, Sequence, Tuple
 
-from .dim import BATCH, FEATURE, SPATIAL, Dim, batch_dim
+from .dim import BATCH, FEATURE, SPATIAL, Dim
 
 DTYPES = (
     "float16", "bfloat16", "float32", "float64",
@@ -22,7 +22,9 @@ class Data:
     """A tensor template: name, ordered dims, dtype, optional sparse dim.
 
     `sparse_dim` is set for tensors of class indices (its size is the number
-    of classes). Which dim is time and which is feature is chosen by default
+    of classes). Several dims may be of batch kind (the batch and a beam,
+    `[B, beam, T, F]`); `batch_dim_axis` is the first of them, and a merged
+    batch x beam dim (`merge_dims([batch_dim, beam], kind=BATCH)`) is one. Which dim is time and which is feature is chosen by default
     from the dims' kinds (see `_default_time_dim`, `_default_feature_dim`) and
     can be set explicitly. Everything RETURNN calls `batch_dim_axis`,
     `time_dim_axis`, `feature_dim_axis`, `shape`, `batch_shape` and `dim` is
@@ -47,8 +49,6 @@ class Data:
                 raise TypeError(f"Data {name!r}: dims must be Dim objects, got {d!r}")
         if len(set(dims)) != len(dims):
             raise ValueError(f"Data {name!r}: the same dim appears twice in {list(dims)}")
-        if sum(1 for d in dims if d.is_batch) > 1:
-            raise ValueError(f"Data {name!r}: more than one batch dim in {list(dims)}")
         if dtype not in DTYPES:
             raise ValueError(f"Data {name!r}: unknown dtype {dtype!r}")
         self.name = name
@@ -173,15 +173,17 @@ class Data:
         return self.copy(dims=[d for d in self.dims if d not in removed], **changes)
 
     def copy_with_batch_first(self) -> "Data":
-        if self.batch_dim_axis in (None, 0):
+        """The same dims with the batch dims (in their order) first."""
+        batch = tuple(d for d in self.dims if d.is_batch)
+        if self.dims[:len(batch)] == batch:
             return self
-        return self.copy(dims=(batch_dim,) + tuple(d for d in self.dims if not d.is_batch))
+        return self.copy(dims=batch + tuple(d for d in self.dims if not d.is_batch))
 
     # display -----------------------------------------------------------------
     def dim_label(self, dim: Dim) -> str:
-        """`B`, `T|'time:data'`, `F|'out:feature'(2)` or `'window'(5)`."""
+        """`B`, `B|'beam'(4)`, `T|'time:data'`, `F|'out:feature'(2)` or `'window'(5)`."""
         if dim.is_batch:
-            return "B"
+            return dim.short_repr()
         label = dim.short_repr()
         if dim == self._time_dim:
             return "T|" + label

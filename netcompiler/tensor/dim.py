@@ -198,9 +198,11 @@ class Dim:
         return self.derivation.evaluate(parents, maximum)
 
     def short_repr(self) -> str:
-        """The form used in `dump-net`: `'time:data'` or `'lin:feature'(512)`."""
+        """The form used in `dump-net`: `'time:data'`, `'lin:feature'(512)`; `B` for the batch, and
+        `B|'beam'(4)` or `B|'batch*beam'` for other batch dims."""
         if self.is_batch:
-            return "B"
+            return "B" if self == batch_dim else f"B|'{self.description}'" + (
+                "" if self.size is None else f"({self.size})")
         return f"'{self.description}'" + ("" if self.size is None else f"({self.size})")
 
     def __repr__(self):
@@ -264,11 +266,13 @@ def conv_out_dim(
 
 
 def merge_dims(dims: Sequence[Dim], description: Optional[str] = None, kind: Optional[str] = None) -> Dim:
-    """The dim that flattening `dims` (in this order) into one axis produces."""
+    """The dim that flattening `dims` (in this order) into one axis produces; batch kind if one of them is
+    (batch x beam), else feature kind if one is, else spatial."""
     dims = list(dims)
     if len(dims) == 1:
         return dims[0]
-    kind = kind or (FEATURE if any(d.is_feature for d in dims) else SPATIAL)
+    if kind is None:
+        kind = BATCH if any(d.is_batch for d in dims) else FEATURE if any(d.is_feature for d in dims) else SPATIAL
     desc = description or "*".join(d.description for d in dims)
     return _derive("mul", dims, (), kind, desc)
 
