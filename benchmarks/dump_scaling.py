@@ -32,6 +32,7 @@ import sys
 import tempfile
 import time
 
+from netcompiler.builtin import load_builtin_layers
 from netcompiler.config import load_config
 from netcompiler.dump import format_text
 from netcompiler.network import build_network
@@ -145,6 +146,7 @@ def import_report(top=6):
 
 
 def main():
+    load_builtin_layers()
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="N up to 1000, 1 repetition, exit 0 on missed targets")
     parser.add_argument("--reps", type=int, default=None, help="repetitions per measurement (default 5)")

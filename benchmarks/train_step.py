@@ -12,6 +12,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
+from netcompiler.builtin import load_builtin_layers  # noqa: E402
 from netcompiler.config import load_config  # noqa: E402
 from netcompiler.emit.model import CompiledNetwork  # noqa: E402
 from netcompiler.engine.optimizers import clip_gradients_fn, gradient_clipping, make_optimizer  # noqa: E402
@@ -331,6 +332,7 @@ def benchmark(model_name, reps, quick, memory):
 
 
 def main():
+    load_builtin_layers()
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="smoke run (< 60 s)")
     parser.add_argument("--reps", type=int, default=None, help="timed repetitions per side (default 5; quick 1)")

@@ -6,6 +6,7 @@ import argparse
 import sys
 from typing import Callable, List, Optional
 
+from .builtin import load_builtin_layers
 from .errors import NetcompilerError
 
 EXIT_USER_ERROR = 2
@@ -16,6 +17,7 @@ def run_tool(main: Callable[[argparse.Namespace], int], parser: argparse.Argumen
     """Parses arguments, runs `main`; a user error becomes one message and exit status 2."""
     args, rest = parser.parse_known_args(argv)
     args.overrides = rest
+    load_builtin_layers()  # before the config runs: a layer class it defines adds to the built-in ones
     try:
         return main(args)
     except NetcompilerError as exc:

@@ -17,18 +17,20 @@ No TensorFlow here: steps 1-4 are pure Python.
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Dict, List, Optional, Sequence, Tuple
 
 from .errors import (
-    ConfigError, DimMismatchError, InvalidOptionError, MissingOptionError, UnknownLayerClassError,
-    UnknownOptionError, closest_match,
+    ConfigError, DimMismatchError, InvalidOptionError, MissingOptionError, UnknownOptionError, closest_match,
 )
+from .registry import Registry
 from .tensor import FEATURE, FLOAT_DTYPES, Data, Dim, concat_dims
 
 if TYPE_CHECKING:  # pragma: no cover
     from .network import Network
+
+LAYER_CLASSES = Registry("layer class", "layer classes", "class")
+"""Every layer class a config can name, by `layer_class`; filled as classes are defined."""
 
 REQUIRED = object()
 """Default of an option that must be given."""
@@ -148,15 +150,12 @@ class LayerBase:
         self.params: Dict[str, ParamSpec] = self.make_params()
 
     # --- class-level: registry and option checks -----------------------------
-    _registry: ClassVar[Dict[str, type]] = {}
-
-    def __init_subclass__(cls, **kwargs):
+    def __init_subclass__(cls, register: bool = True, **kwargs):
+        """Registers a class that sets `layer_class`; `register=False` keeps a class the builder makes
+        itself (such as a loop body's "prev:" placeholder) out of what a config can name."""
         super().__init_subclass__(**kwargs)
-        if cls.__dict__.get("layer_class"):
-            name = cls.layer_class
-            if name in LayerBase._registry and LayerBase._registry[name] is not cls:
-                raise TypeError(f"layer class {name!r} registered twice")
-            LayerBase._registry[name] = cls
+        if register and cls.__dict__.get("layer_class"):
+            LAYER_CLASSES.register(cls.layer_class, cls)
 
     @classmethod
     def all_options(cls) -> Dict[str, Option]:
@@ -397,23 +396,12 @@ def concat_sources_template(sources: Sequence[LayerBase], name: str) -> Data:
 
 
 def get_layer_class(name: str, layer: str) -> type:
-    """The registered class for `name`; loads the catalogue (`layers` package) on first use."""
-    if not LayerBase._registry:
-        importlib.import_module("layers")
+    """The registered class for `name` (the "class" of layer `layer`); a clear error if there is none."""
     if not isinstance(name, str):
         raise InvalidOptionError(f"'class' must be a string, not {type(name).__name__}", layer=layer, option="class")
-    cls = LayerBase._registry.get(name)
-    if cls is None:
-        guess = closest_match(name, LayerBase._registry)
-        raise UnknownLayerClassError(
-            f"unknown layer class '{name}'", layer=layer, option="class",
-            suggestion=f"did you mean '{guess}'?" if guess else "see the layer catalogue for the classes there are",
-        )
-    return cls
+    return LAYER_CLASSES.get(name, layer)
 
 
 def registered_layer_classes() -> Dict[str, type]:
-    """All registered layer classes by `layer_class` name (loads the catalogue)."""
-    if not LayerBase._registry:
-        importlib.import_module("layers")
-    return dict(LayerBase._registry)
+    """All registered layer classes by `layer_class` name (what is registered now: see `netcompiler.builtin`)."""
+    return LAYER_CLASSES.classes()

@@ -8,11 +8,14 @@ error over valid frames, and the frame count they are normalised by.
 
 from __future__ import annotations
 
-import importlib
 from typing import Any, ClassVar, Dict, Optional
 
 from .errors import InvalidOptionError, UnknownOptionError, closest_match
 from .layer_base import Option, matches_types, type_names
+from .registry import Registry
+
+LOSS_CLASSES = Registry("loss", "losses", "loss", error=InvalidOptionError)
+"""Every loss class a layer's "loss" option can name, by `loss_class`."""
 
 
 class LossBase:
@@ -23,7 +26,6 @@ class LossBase:
     error_name: ClassVar[Optional[str]] = None
     """What `compute`'s error sum counts, for reports ("fer": frame errors, "ler": label errors); None: no error."""
     options: ClassVar[Dict[str, Option]] = {}
-    _registry: ClassVar[Dict[str, type]] = {}
 
     def __init__(self, layer, target_layer, opts: Dict[str, Any]):
         self.layer = layer
@@ -35,7 +37,7 @@ class LossBase:
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         if cls.__dict__.get("loss_class"):
-            LossBase._registry[cls.loss_class] = cls
+            LOSS_CLASSES.register(cls.loss_class, cls)
 
     def check(self) -> None:
         """Raises a ConfigError if the layer's output and the target do not fit this loss."""
@@ -50,20 +52,13 @@ class LossBase:
 
 
 def loss_classes() -> Dict[str, type]:
-    if not LossBase._registry:
-        importlib.import_module("layers")
-    return dict(LossBase._registry)
+    """All registered loss classes by `loss_class` name."""
+    return LOSS_CLASSES.classes()
 
 
 def make_loss(layer, name: str, loss_opts: Dict[str, Any], target_layer) -> LossBase:
     """The loss `name` for `layer`, with its "loss_opts" checked."""
-    classes = loss_classes()
-    cls = classes.get(name)
-    if cls is None:
-        guess = closest_match(name, classes)
-        raise InvalidOptionError(f"unknown loss '{name}'", layer=layer.name, option="loss",
-                                 suggestion=f"did you mean '{guess}'?" if guess else
-                                 f"losses: {', '.join(sorted(classes))}")
+    cls = LOSS_CLASSES.get(name, layer.name)
     opts = {}
     for key, value in loss_opts.items():
         if key not in cls.options:

@@ -8,6 +8,7 @@ import sys
 import time
 from typing import Dict, List, Optional, Sequence
 
+from ..builtin import load_builtin_layers
 from ..config import Config, load_config
 from ..dump import format_text
 from ..errors import CheckpointError, ConfigError, InvalidOptionError
@@ -15,6 +16,7 @@ from ..network import build_network
 
 
 def run_task(config_path: str, overrides: Sequence[str] = (), task: Optional[str] = None, log=sys.stdout) -> int:
+    load_builtin_layers()
     config = load_config(config_path, overrides)
     try:
         return _run_task(config, task, log)
