@@ -1,10 +1,19 @@
 """netcompiler: compiles layer-dict networks (RETURNN's layer language) to TensorFlow and trains them.
 
 Configs import what they need from here, e.g. `from netcompiler import Dim, batch_dim, SpatialDim, FeatureDim`.
+`netcompiler.load_network(config)` is the Python API (see `netcompiler/api.py`).
 Importing this package does not import TensorFlow.
 """
 
-from .tensor import Data, Dim, FeatureDim, SpatialDim, batch_dim
+from .tensor import Data, Dim, FeatureDim, SpatialDim, Tensor, batch_dim
 
-__all__ = ["Data", "Dim", "FeatureDim", "SpatialDim", "batch_dim"]
+__all__ = ["Data", "Dim", "FeatureDim", "SpatialDim", "Tensor", "batch_dim", "load_network"]
+
+
+def __getattr__(name):
+    if name == "load_network":  # imported on first use: the API module loads the layer catalogue
+        from .api import load_network
+
+        return load_network
+    raise AttributeError(f"module 'netcompiler' has no attribute {name!r}")
 __version__ = "0.1.0"

@@ -212,6 +212,25 @@ class Backend:
         raise _missing(cls, "create_parameter_raw")
 
     @classmethod
+    def assign_raw(cls, variable: Any, value: Any) -> None:
+        """Sets a parameter's value (a NumPy array of its shape)."""
+        raise _missing(cls, "assign_raw")
+
+    @classmethod
+    def is_trainable(cls, raw: Any) -> bool:
+        raise _missing(cls, "is_trainable")
+
+    @classmethod
+    def parameter_container(cls, params: Any) -> Any:
+        """What checkpoints save the parameters (name -> variable) through."""
+        raise _missing(cls, "parameter_container")
+
+    @classmethod
+    def input_signature(cls, extern: Any) -> Any:
+        """How compiled steps declare their inputs (extern data templates), for graph backends."""
+        raise _missing(cls, "input_signature")
+
+    @classmethod
     def initial_value_raw(cls, init: Any, shape: Sequence[int], dtype: str, seed: int, layer: str,
                           option: str) -> Any:
         """The initial value of a parameter from an initializer spec (a number, a name, a call string, a dict)."""

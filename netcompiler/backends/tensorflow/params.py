@@ -44,3 +44,7 @@ class ParamOps:
             if data.time_dim is not None and data.time_dim.is_dynamic:
                 lengths[key] = tf.TensorSpec([None], tf.int32, name=f"{key}_lengths")
         return inputs, lengths
+
+    @classmethod
+    def assign_raw(cls, variable, value) -> None:
+        variable.assign(value)

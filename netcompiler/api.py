@@ -1,0 +1,144 @@
+"""The Python API: `netcompiler.load_network(config)` for users and tools.
+
+    net = netcompiler.load_network("configs/demo-12ax-lstm.py")    # or a config dict
+    net.layers["lstm"]                       # the template (Data) of a layer
+    net.params["lstm/W"]                     # a parameter's value as a NumPy array (settable)
+    out = net.forward({"data": x}, {"data": lengths})
+    out["output"].value, out["output"].template, out["output"].sizes
+
+Templates need no framework; parameters and `forward` run on a backend
+("tensorflow"), created on first use.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Dict, Iterator, Mapping, MutableMapping, Optional, Union
+
+import numpy as np
+
+from .builtin import load_builtin_layers
+from .config import Config, load_config
+from .errors import ConfigError, closest_match
+from .network import Network, build_network
+from .tensor import Data, Dim
+
+
+@dataclass
+class LayerOutput:
+    """One layer's output of a forward pass: its values (padded, laid out as `template`), its template, and the
+    per-sequence sizes of its dynamic dims."""
+
+    value: np.ndarray
+    template: Data
+    sizes: Dict[Dim, np.ndarray]
+
+
+def load_network(config: Union[str, Mapping[str, Any]], *, extern_data: Optional[Mapping[str, Any]] = None,
+                 overrides=()) -> "LoadedNetwork":
+    """The network of a config file (path), of a config dict (with "network" and "extern_data"), or of a plain
+    network dict (then `extern_data` is given here). Errors in it are `ConfigError`s naming layer and option."""
+    load_builtin_layers()
+    if isinstance(config, str):
+        loaded = load_config(config, overrides)
+    elif isinstance(config, Mapping):
+        values = dict(config) if "network" in config else {"network": dict(config)}
+        if extern_data is not None:
+            values["extern_data"] = dict(extern_data)
+        loaded = Config(values)
+    else:
+        raise TypeError(f"load_network takes a config path or dict, not {type(config).__name__}")
+    return LoadedNetwork(build_network(loaded), seed=loaded.get("random_seed", 42))
+
+
+class LoadedNetwork:
+    """A built network: its templates, its parameters as NumPy arrays, and forward passes on a backend."""
+
+    def __init__(self, network: Network, seed: int = 42):
+        self.network = network
+        self.seed = seed
+        self.layers: Dict[str, Data] = {layer.name: layer.output for layer in network.all_layers()}
+        """Layer name -> output template, every built layer (nested ones as "sub/inner")."""
+        self._models: Dict[str, Any] = {}
+        self.params = ParamValues(self)
+
+    @property
+    def notices(self):
+        return list(self.network.notices)
+
+    def model(self, backend: str = "tensorflow"):
+        """The `CompiledNetwork` on `backend` (made on first use, with the current parameter values)."""
+        if backend not in self._models:
+            from .emit.model import CompiledNetwork
+
+            model = CompiledNetwork(self.network, seed=self.seed, backend=backend)
+            for name, value in self.params.assigned.items():
+                model.backend.assign_raw(model.params[name], value)
+            self._models[backend] = model
+        return self._models[backend]
+
+    def forward(self, inputs: Mapping[str, Any], seq_lens: Optional[Mapping[str, Any]] = None, *,
+                backend: str = "tensorflow", training: bool = False) -> Dict[str, LayerOutput]:
+        """Every built layer's output for these inputs (NumPy arrays laid out as extern_data says; `seq_lens`:
+        per key, the lengths of its dynamic time axis, default: all full)."""
+        model = self.model(backend)
+        inputs = {key: np.asarray(value) for key, value in inputs.items()}
+        lengths = dict(seq_lens or {})
+        for key, value in inputs.items():
+            data = self.network.extern_data.get(key)
+            if data is None:
+                guess = closest_match(key, self.network.extern_data)
+                raise ConfigError(f"forward: no extern data '{key}'", subject="inputs",
+                                  suggestion=f"did you mean '{guess}'?" if guess else
+                                  f"keys: {', '.join(self.network.extern_data)}")
+            if data.time_dim is not None and data.time_dim.is_dynamic and key not in lengths:
+                full = value.shape[data.time_dim_axis]
+                lengths[key] = np.full([value.shape[data.batch_dim_axis]], full, np.int32)
+        ctx = model.forward(inputs, lengths, training=training)
+        outputs = {}
+        with ctx.run:
+            for layer in self.network.all_layers():
+                tensor = ctx.value(layer)
+                sizes = {dim: np.asarray(model.backend.to_numpy(ctx.run.size(dim).raw))
+                         for dim in layer.output.dynamic_dims}
+                outputs[layer.name] = LayerOutput(model.backend.to_numpy(tensor.raw), layer.output, sizes)
+        return outputs
+
+
+class ParamValues(MutableMapping):
+    """Parameter name -> NumPy array. Setting one checks its shape and reaches every backend's variables."""
+
+    def __init__(self, owner: LoadedNetwork):
+        self._owner = owner
+        self._specs = {name: spec for name, _, spec in owner.network.all_params()}
+        self.assigned: Dict[str, np.ndarray] = {}
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        self._check_name(name)
+        model = self._owner.model()
+        return np.array(model.backend.to_numpy(model.params[name]))
+
+    def __setitem__(self, name: str, value: Any) -> None:
+        self._check_name(name)
+        spec = self._specs[name]
+        value = np.asarray(value, dtype=spec.dtype)
+        if tuple(value.shape) != spec.sizes:
+            raise ConfigError(f"parameter '{name}' has shape {spec.sizes}, not {tuple(value.shape)}",
+                              subject="params")
+        self.assigned[name] = value
+        for model in self._owner._models.values():
+            model.backend.assign_raw(model.params[name], value)
+
+    def __delitem__(self, name: str) -> None:
+        raise TypeError("parameters cannot be removed")
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._specs)
+
+    def __len__(self) -> int:
+        return len(self._specs)
+
+    def _check_name(self, name: str) -> None:
+        if name not in self._specs:
+            guess = closest_match(name, self._specs)
+            raise KeyError(f"no parameter '{name}'" + (f"; did you mean '{guess}'?" if guess else ""))
