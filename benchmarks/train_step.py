@@ -259,8 +259,8 @@ def check_same_model(nc_model, hand_model, hand_loss, batch):
     hand_model.load({name: v.numpy() for name, v in nc_model.params.items()})
     x, y, lengths = batch
     with tf.GradientTape() as tape:
-        nc_loss = nc_model.objective(nc_model.losses(nc_model.forward({"data": x, "classes": y},
-                                                                      {"data": lengths, "classes": lengths}, False)))
+        ctx = nc_model.forward({"data": x, "classes": y}, {"data": lengths, "classes": lengths}, False)
+        nc_loss = nc_model.objective(nc_model.losses(ctx), ctx)
     nc_norm = tf.linalg.global_norm(tape.gradient(nc_loss, nc_model.trainable_params))
     with tf.GradientTape() as tape:
         hand_loss_sum, _ = hand_loss(x, y, lengths, False)

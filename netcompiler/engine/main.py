@@ -120,7 +120,7 @@ class Session:
                           log=self.log)
         checkpoints = CheckpointManager(self.model_prefix)
         optimizer.build(self.model.trainable_params)  # its slots must exist before a checkpoint restores them
-        state = {"model": self.model, "optimizer": optimizer, "step": trainer.step_count}
+        state = {"model": self.model.checkpoint_root, "optimizer": optimizer, "step": trainer.step_count}
         start_epoch = self._resume_or_import(checkpoints, state)
         # Rates chosen for epochs that never reached a checkpoint are not history: the config (perhaps changed
         # since, e.g. a lower learning_rate after a non-finite loss) decides them anew.
@@ -163,7 +163,7 @@ class Session:
             return epoch + 1
         initial = self.config.get("import_model_train_epoch1") or self.config.get("load")
         if initial:
-            checkpoints.restore(initial, {"model": self.model})
+            checkpoints.restore(initial, {"model": self.model.checkpoint_root})
             print(f"initialised the parameters from {initial}", file=self.log)
         return 1
 
@@ -175,7 +175,7 @@ class Session:
         if path is None:
             raise CheckpointError(f"no checkpoint to load: none found at '{self.model_prefix}.NNN' and 'load' "
                                   f"is not set")
-        checkpoints.restore(path, {"model": self.model})
+        checkpoints.restore(path, {"model": self.model.checkpoint_root})
         return path
 
     def evaluate(self) -> None:
