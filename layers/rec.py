@@ -1,8 +1,9 @@
 """The recurrent layer `rec` with a built-in unit (LSTM, GRU, simple RNN), each one graph loop (`tf.scan`).
 
 A `unit` that is a network dict (a loop body run step by step) is not supported
-yet. When it comes, it is a `Network` subclass that resolves "prev:x" (it
-overrides `Network.get_prev_layer`), built with `layers.subnetwork.build_nested_network`;
+yet. When it comes, it is a `netcompiler.loop_body.LoopBody` (which resolves
+"prev:x" and ":i", infers until the "prev:" templates settle and says which
+layers depend on the step), built with `layers.subnetwork.build_nested_network`;
 `RecLayer._make_loop_output` is where it slots in, and the build order already
 sees the loop body's "base:" references (`RecLayer.referenced_names`).
 """
