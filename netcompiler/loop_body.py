@@ -59,11 +59,17 @@ class PrevLayer(PlaceholderLayer, register=False):
         self.of = of
         super().__init__(name, network, template)
 
+    def emit(self, inputs):
+        return inputs.ctx.loop_state.prev[self.of]
+
 
 class StepIndexLayer(PlaceholderLayer, register=False):
     """":i" in a loop body: the number of the current step, a scalar int32 (0 at the first step)."""
 
     layer_class = "step_index"
+
+    def emit(self, inputs):
+        return inputs.ctx.loop_state.step_index
 
 
 def same_template(a: Data, b: Data) -> bool:

@@ -10,6 +10,7 @@ in the `RunContext` (`netcompiler.frontend.run_ctx`) that the pass runs in.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Dict, List, Optional
 
 from .. import frontend as rf
@@ -17,21 +18,33 @@ from ..errors import TemplateMismatchError
 from ..tensor import Data, Tensor
 
 
+@dataclass
+class LoopState:
+    """What one step of a loop body sees besides its frame input: "prev:x" values (by x's local path) and ":i"."""
+
+    prev: Dict[str, Tensor]
+    step_index: Tensor
+
+
 class EmitContext:
-    """The values of one network's layers in one forward pass."""
+    """The values of one network's layers in one forward pass (or in one step of a loop body)."""
 
     def __init__(self, network, run: rf.RunContext, params: Dict[str, Tensor], extern: Dict[str, Tensor],
-                 parent: Optional["EmitContext"] = None):
+                 parent: Optional["EmitContext"] = None, loop_state: Optional[LoopState] = None):
         self.network = network
         self.run = run
         self.params = params
         self.extern = extern
         """Extern data key -> Tensor; inside a nested network, what its "data" and "data:KEY" are."""
         self.parent = parent
+        self.loop_state = loop_state
         self.root: EmitContext = parent.root if parent is not None else self
         self._values: Dict[int, Tensor] = {}
         self._logits: Dict[int, Tensor] = {}
-        self._contexts: Dict[int, EmitContext] = {} if parent is None else self.root._contexts
+        if loop_state is None:
+            self._contexts: Dict[int, EmitContext] = {} if parent is None else parent._contexts
+        else:  # every step is a context of its own; the body's layers resolve to this step's
+            self._contexts = dict(parent._contexts)
         self._contexts[id(network)] = self
 
     @property
@@ -65,6 +78,13 @@ class EmitContext:
         if ctx is None:
             ctx = EmitContext(network, self.run, self.params, extern, parent=self)
         return ctx
+
+    def loop_step(self, body, frame: Dict[str, Tensor], prev: Dict[str, Tensor], step_index: Tensor) -> "EmitContext":
+        """A context for one step of the loop body `body` (a LoopBody nested in this network): "data:KEY" are the
+        step's `frame` inputs, "prev:x" the values in `prev`, ":i" is `step_index`; it runs in a child run context
+        (sizes the step makes stay in the step; the outer sizes are seen)."""
+        return EmitContext(body, self.run.child(), self.params, frame, parent=self,
+                           loop_state=LoopState(prev, step_index))
 
     def _context_of(self, network) -> "EmitContext":
         ctx = self._contexts.get(id(network))
