@@ -27,5 +27,6 @@ from .reduce import (
     reduce_sum, softmax,
 )
 from .run_ctx import RunContext, SizeTable, current_run_ctx, get_run_ctx
+from .shape import merge_dims_packed
 
 Tensor._ops = _math  # the operators of Tensor (a + b, a < b, -a) run through the op layer

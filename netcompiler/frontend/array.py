@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import Any, List, Optional, Sequence, Tuple, Union
 
 from ..tensor import Data, Dim, Tensor, merge_dims as merged_dim
 from ._dispatch import backend_for, default_dtype
@@ -77,9 +77,10 @@ def expand_dim(x: Tensor, dim: Dim, *, axis: Optional[int] = None) -> Tensor:
     return Tensor(x.data.copy(dims=dims, time_dim=x.time_dim, feature_dim=x.feature_dim), raw)
 
 
-def squeeze(x: Tensor, axis: Dim) -> Tensor:
-    """`x` without the axis `axis` (of length 1)."""
-    return Tensor(x.data.copy_without_dims([axis]), backend_for(x).squeeze_raw(x.raw, [x.axis_of(axis)]))
+def squeeze(x: Tensor, axis: Union[Dim, Sequence[Dim]]) -> Tensor:
+    """`x` without the axis `axis` (of length 1), or without each of several such axes (one op)."""
+    axes = [axis] if isinstance(axis, Dim) else list(axis)
+    return Tensor(x.data.copy_without_dims(axes), backend_for(x).squeeze_raw(x.raw, [x.axis_of(d) for d in axes]))
 
 
 def merge_dims(x: Tensor, *, dims: Sequence[Dim], out_dim: Optional[Dim] = None) -> Tuple[Tensor, Dim]:
@@ -119,10 +120,11 @@ def split_dims(x: Tensor, *, axis: Dim, dims: Sequence[Dim], pad_to_multiples: b
             static *= d.size
     if pad_to_multiples and static > 1:
         pad = (-shape[index]) % static
-        paddings = [(0, 0)] * len(shape)
-        paddings[index] = (0, pad)
-        raw = backend.pad_raw(raw, paddings, "constant", pad_value)
-        shape = list(backend.get_shape_tuple_raw(raw))
+        if not (isinstance(pad, int) and pad == 0):  # a static length that is a multiple already: no pad op
+            paddings = [(0, 0)] * len(shape)
+            paddings[index] = (0, pad)
+            raw = backend.pad_raw(raw, paddings, "constant", pad_value)
+            shape = list(backend.get_shape_tuple_raw(raw))
     sizes = [d.size if d.size is not None else -1 for d in dims]
     raw = backend.reshape_raw(raw, shape[:index] + sizes + shape[index + 1:])
     out_dims = x.dims[:index] + tuple(dims) + x.dims[index + 1:]
