@@ -2,11 +2,10 @@
 
 from typing import Any, List, Sequence, Tuple
 
-from netcompiler.errors import closest_match
+from netcompiler import frontend as rf
+from netcompiler.errors import TemplateMismatchError, closest_match
 from netcompiler.layer_base import NONE_TYPE, NUMBER, LayerBase, Option, ParamSpec
-from netcompiler.lazy_tf import tf
-from netcompiler.tensor import DTYPES, INT_DTYPES, SPATIAL, Data, Dim, batch_dim
-
+from netcompiler.tensor import DTYPES, INT_DTYPES, SPATIAL, Data, Dim, Tensor, batch_dim
 
 
 def check_dtype(layer: LayerBase, dtype: str, option: str = "dtype") -> str:
@@ -43,12 +42,14 @@ def static_dims(layer: LayerBase, sizes: Sequence[Any], option: str) -> Tuple[Di
     return tuple(dims)
 
 
-def tile_over_batch(layer: LayerBase, ctx, x):
+def tile_over_batch(layer: LayerBase, inputs, x: Tensor) -> Tensor:
     """`x` with a new leading batch axis: `x` repeated batch-size times."""
-    if ctx.batch_size is None:
+    try:
+        inputs.run.size(batch_dim)
+    except TemplateMismatchError:
         raise layer.error("the output has a batch axis, but the network reads no input that says the batch size",
-                          suggestion="let some layer of the network read the extern data")
-    return tf.tile(tf.expand_dims(x, 0), [ctx.batch_size] + [1] * x.shape.rank)
+                          suggestion="let some layer of the network read the extern data") from None
+    return rf.expand_dim(x, batch_dim, axis=0)
 
 
 def _array_shape(layer: LayerBase, value: Any) -> Tuple[Tuple[int, ...], List[Any]]:
@@ -127,13 +128,13 @@ class ConstantLayer(LayerBase):
             dims = (batch_dim,) + dims
         return Data(self.name, dims, dtype)
 
-    def emit(self, ctx):
-        # via NumPy: it converts e.g. 3.0 to int32 and 0.1 to float64 exactly, where tf.constant would not
-        import numpy as np  # here, not at the top: dump-net should not pay for importing NumPy
-
-        value = np.asarray(self.opts["value"]).astype(tf.as_dtype(self.output.dtype).as_numpy_dtype)
-        y = tf.constant(value)
-        return tile_over_batch(self, ctx, y) if self.opts["with_batch_dim"] else y
+    def emit(self, inputs):
+        with_batch = self.opts["with_batch_dim"]
+        out = self.output
+        # the backend converts via NumPy: e.g. 3.0 to int32 and 0.1 to float64 exactly
+        y = rf.convert_to_tensor(self.opts["value"], dims=out.dims[1:] if with_batch else out.dims, dtype=out.dtype,
+                                 name=self.name, backend=inputs.run.backend)
+        return tile_over_batch(self, inputs, y) if with_batch else y
 
 
 class CastLayer(LayerBase):
@@ -151,8 +152,8 @@ class CastLayer(LayerBase):
         sparse_dim = x.sparse_dim if dtype in INT_DTYPES else None
         return x.copy(name=self.name, dtype=dtype, sparse_dim=sparse_dim)
 
-    def emit(self, ctx):
-        return tf.cast(ctx.input(self), self.output.dtype)
+    def emit(self, inputs):
+        return rf.cast(inputs.x, self.output.dtype)
 
 
 class VariableLayer(LayerBase):
@@ -177,21 +178,27 @@ class VariableLayer(LayerBase):
 
     def make_output(self):
         dtype = check_dtype(self, self.opts["dtype"])
-        self.param_dims = static_dims(self, self.opts["shape"], "shape")
-        dims = self.param_dims
+        dims = self.param_dims()
         roles = {}
         if self.opts["add_time_axis"]:
-            roles["time_dim"] = self.new_dim(1, SPATIAL, f"{self.name}:time")
+            roles["time_dim"] = self.time_dim()
             dims = (roles["time_dim"],) + dims
         if self.opts["add_batch_axis"]:
             dims = (batch_dim,) + dims
         return Data(self.name, dims, dtype, **roles)
 
-    def make_params(self):
-        return {"param": ParamSpec(self.param_dims, self.opts["init"], self.opts["dtype"], self.opts["trainable"])}
+    def param_dims(self) -> Tuple[Dim, ...]:
+        return static_dims(self, self.opts["shape"], "shape")
 
-    def emit(self, ctx):
-        y = tf.convert_to_tensor(ctx.param(self, "param"))
+    def time_dim(self) -> Dim:
+        """The time axis `add_time_axis` adds."""
+        return self.new_dim(1, SPATIAL, f"{self.name}:time")
+
+    def make_params(self):
+        return {"param": ParamSpec(self.param_dims(), self.opts["init"], self.opts["dtype"], self.opts["trainable"])}
+
+    def emit(self, inputs):
+        y = inputs.param("param")
         if self.opts["add_time_axis"]:
-            y = tf.expand_dims(y, 0)
-        return tile_over_batch(self, ctx, y) if self.opts["add_batch_axis"] else y
+            y = rf.expand_dim(y, self.time_dim(), axis=0)
+        return tile_over_batch(self, inputs, y) if self.opts["add_batch_axis"] else y

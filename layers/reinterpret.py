@@ -1,13 +1,13 @@
 """reinterpret_data: the input's values unchanged, with different axis roles, Dims or sparsity."""
 
-from typing import Any, Dict
+from typing import Any, Dict, List, Tuple
 
+from netcompiler import frontend as rf
 from netcompiler.errors import DimMismatchError
 from netcompiler.layer_base import NONE_TYPE, LayerBase, Option
-from netcompiler.lazy_tf import ops
-from netcompiler.tensor import FEATURE, INT_DTYPES, Data, Dim, pad_dim, resolve_axes, resolve_dim
+from netcompiler.tensor import FEATURE, INT_DTYPES, Data, Dim, Tensor, pad_dim, resolve_axes, resolve_dim
 
-from .shape import axis_slice, moved, size_text
+from .shape import moved, size_text
 
 
 class _NotSpecified:
@@ -47,9 +47,10 @@ class ReinterpretDataLayer(LayerBase):
     `set_sparse_dim` (NotSpecified): the number of classes (int, new Dim `<layer>:sparse`) or a Dim;
     None means not sparse;
     `increase_sparse_dim` (None): adds this many classes (the derived Dim `pad_dim(sparse, 0, n)`).
-    Emission: the input, transposed as `enforce_*` says; with `size_base`, the time axis is cut to the length of
-    the base's time axis (frames beyond it are padding of every sequence), so that both tensors line up.
-    A new dynamic Dim from `set_dim_tags` gets the sizes of the Dim it replaces in the run's size table.
+    Emission: the input, transposed as `enforce_*` says, relabelled with the output's dims; with `size_base`,
+    the time axis is cut to the padded length of the base's time axis in this run (frames beyond it are padding
+    of every sequence), so that both tensors line up. A new dynamic Dim from `set_dim_tags` gets the sizes of
+    the Dim it replaces in the run's size table.
     """
 
     layer_class = "reinterpret_data"
@@ -66,22 +67,22 @@ class ReinterpretDataLayer(LayerBase):
     }
 
     def make_output(self):
-        x = self.input_data.copy(name=self.name)
-        self.renamed_dims = []  # (old, new) pairs of set_dim_tags
-        self.size_base_axis = None  # the axis whose Dim size_base replaced
+        return self._stages()[-1]
+
+    def _stages(self) -> List[Data]:
+        """The template after each option in turn: the input, then after enforce_*, switch_axes, size_base,
+        set_axes, set_dim_tags and the sparsity options (the output). Only enforce_* moves axes: from there on,
+        each axis keeps its place and only its Dim or role changes."""
+        stages = [self.input_data.copy(name=self.name)]
         for step in (self._enforce_layout, self._switch_axes, self._size_base, self._set_axes,
                      self._set_dim_tags, self._sparsity):
-            x = step(x)
-        return x
+            stages.append(step(stages[-1]))
+        return stages
 
     def _enforce_layout(self, x: Data) -> Data:
         if self.opts["enforce_batch_major"] and self.opts["enforce_time_major"]:
             raise self.error("'enforce_batch_major' and 'enforce_time_major' cannot both be True",
                              option="enforce_time_major")
-        self.layout = self._enforced_layout(x)
-        return self.layout
-
-    def _enforced_layout(self, x: Data) -> Data:
         if self.opts["enforce_batch_major"]:
             return x.copy_with_batch_first()
         if not self.opts["enforce_time_major"]:
@@ -121,7 +122,6 @@ class ReinterpretDataLayer(LayerBase):
         if x.has_dim(new) or (new.size is not None and x.time_dim.size is not None and new.size != x.time_dim.size):
             raise self.error(f"'size_base': the time axis of '{base.name}' {base.output.describe()} cannot replace "
                              f"the time axis of the input {x.describe()}", option="size_base", kind=DimMismatchError)
-        self.size_base_axis = x.time_dim_axis
         return x.copy_replace_dim(x.time_dim, new)
 
     def _set_axes(self, x: Data) -> Data:
@@ -146,7 +146,12 @@ class ReinterpretDataLayer(LayerBase):
         return x.copy(**roles)
 
     def _set_dim_tags(self, x: Data) -> Data:
+        return self._renamed(x)[0]
+
+    def _renamed(self, x: Data) -> Tuple[Data, List[Tuple[Dim, Dim]]]:
+        """`x` after `set_dim_tags`, and the (old, new) Dims it replaced."""
         given = self.opts["set_dim_tags"]
+        renamed = []
         for key, new in (given or {}).items():
             old = resolve_dim(x, key, layer=self.name, option="set_dim_tags")
             if not isinstance(new, Dim):
@@ -158,8 +163,8 @@ class ReinterpretDataLayer(LayerBase):
                                  f"{x.dim_label(old)} ({size_text(old)}) in {x.describe()}", option="set_dim_tags",
                                  kind=DimMismatchError)
             x = x.copy_replace_dim(old, new)
-            self.renamed_dims.append((old, new))
-        return x
+            renamed.append((old, new))
+        return x, renamed
 
     def _sparsity(self, x: Data) -> Data:
         sparse_dim = self._new_sparse_dim(x)
@@ -204,13 +209,14 @@ class ReinterpretDataLayer(LayerBase):
             raise self.error(f"'set_sparse_dim' is {given}; it needs at least 1 class", option="set_sparse_dim")
         return self.new_dim(given, FEATURE, f"{self.name}:sparse")
 
-    def emit(self, ctx):
-        x = ops.transpose_to(ctx.input(self), self.input_data.dims, self.layout.dims)
-        for old, new in self.renamed_dims:
+    def emit(self, inputs):
+        _, layout, switched, based, with_roles, _, _ = self._stages()
+        x = rf.permute(inputs.x, layout.dims)
+        for old, new in self._renamed(with_roles)[1]:
             if new.is_dynamic and new.derivation is None:
-                ctx.set_size(new, ctx.size(old))
-        if self.size_base_axis is None:
-            return x
-        base = self.opts["size_base"]
-        base_length = ops.shape_list(ctx.value(base))[base.output.time_dim_axis]  # also makes its sizes known
-        return axis_slice(x, self.size_base_axis, 0, base_length)
+                inputs.set_size(new, inputs.run.size(old))
+        if based is not switched:  # size_base replaced the time dim: cut the axis to the base's length
+            inputs.value(self.opts["size_base"])  # emitted first, so that the sizes of its time dim are known
+            axis = layout.dims[switched.time_dim_axis]  # the axis that carries the time dim after switch_axes
+            x = rf.slice(x, axis=axis, start=0, end=inputs.run.dim_value(based.time_dim), out_dim=axis)
+        return Tensor(self.output, x.raw)  # the same axes, relabelled

@@ -1,14 +1,12 @@
 """Layers that change the shape or the axis order, not the values: merge_dims, split_dims, expand_dims,
 squeeze, transpose, swap_axes."""
 
-from functools import reduce
-from operator import mul
-from typing import Any, List, Sequence
+from typing import List, Sequence, Tuple
 
+from netcompiler import frontend as rf
 from netcompiler.layer_base import NONE_TYPE, NUMBER, LayerBase, Option
-from netcompiler.lazy_tf import ops, tf
 from netcompiler.tensor import (
-    FEATURE, SPATIAL, Data, Dim, merge_dims, resolve_axes, resolve_axis, split_dim,
+    FEATURE, SPATIAL, Data, Dim, Tensor, merge_dims, resolve_axes, resolve_axis, split_dim,
 )
 
 AXIS_TYPES = (str, int, Dim)
@@ -40,38 +38,26 @@ def size_text(dim: Dim) -> str:
 
 
 # --- emission helpers shared by the layers of this family ---------------------------------------------------
-def relayout(x, have: Sequence[Dim], want: Sequence[Dim]):
-    """`x` (axes carrying `have`) laid out as `want`: axes only in `have` (size 1) are squeezed away, axes only
-    in `want` (static) are added, their values repeated (tf.tile), the others are transposed."""
-    gone = [i for i, d in enumerate(have) if d not in want]
+def relayout(x: Tensor, want: Sequence[Dim]) -> Tensor:
+    """`x` laid out as `want`: its axes not in `want` (size 1) are squeezed away, axes only in `want` (static)
+    are added, their values repeated, the others are transposed."""
+    gone = [d for d in x.dims if d not in want]
     if gone:
-        x = tf.squeeze(x, gone)
-    kept = [d for d in have if d in want]
-    x = ops.transpose_to(x, kept, [d for d in want if d in kept])
-    added = [i for i, d in enumerate(want) if d not in kept]
-    for i in added:
-        x = tf.expand_dims(x, i)
-    multiples = [want[i].size if i in added else 1 for i in range(len(want))]
-    return tf.tile(x, multiples) if any(m != 1 for m in multiples) else x
-
-
-def product(values: Sequence[Any]):
-    """The product of ints and/or scalar tensors (1 for none)."""
-    return reduce(mul, values, 1)
-
-
-def axis_slice(x, axis: int, start: Any, stop: Any):
-    """`x[..., start:stop, ...]` on `axis`."""
-    return x[(slice(None),) * axis + (slice(start, stop),)]
+        x = rf.squeeze(x, gone)
+    x = rf.permute(x, [d for d in want if x.has_dim(d)])
+    for i, dim in enumerate(want):
+        if not x.has_dim(dim):
+            x = rf.expand_dim(x, dim, axis=i)
+    return x
 
 
 # --- layers -----------------------------------------------------------------------------------------------
 class RelayoutLayer(LayerBase):
     """Base of the layers whose output holds the input's values with axes only reordered, added (values
-    repeated) or removed (size 1): the emission is `relayout` from the input's dims to the output's."""
+    repeated) or removed (size 1): the emission is `relayout` of the input to the output's dims."""
 
-    def emit(self, ctx):
-        return relayout(ctx.input(self), self.input_data.dims, self.output.dims)
+    def emit(self, inputs):
+        return relayout(inputs.x, self.output.dims)
 
 
 class MergeDimsLayer(LayerBase):
@@ -83,10 +69,10 @@ class MergeDimsLayer(LayerBase):
     that is merged, else at the first merged axis; it takes over the feature/time roles of the axes it
     merges. Its Dim is the derived `merge_dims(...)`, so merging a dynamic axis gives a dynamic Dim whose
     sizes are the product of the parts' sizes. The valid frames of the merged axis are its first
-    (product of sizes) frames, in the order flattening each sequence alone gives: when the dynamic axis is
-    the outermost merged one, the flat tf.reshape already puts them there; otherwise (a dynamic axis inside
-    another merged axis, e.g. keep_order [F, T]) a reshape would interleave padding with valid frames, so the
-    valid frames are moved to the front (a stable gather per sequence; this needs a batch axis).
+    (product of sizes) frames, in the order flattening each sequence alone gives (`rf.merge_dims_packed`):
+    when the dynamic axis is the outermost merged one, the flat reshape already puts them there; otherwise
+    (a dynamic axis inside another merged axis, e.g. keep_order [F, T]) a reshape would interleave padding
+    with valid frames, so the valid frames are gathered to the front per sequence (this needs a batch axis).
     One or no axis: the input unchanged. The batch axis cannot be merged (not supported by netcompiler yet).
     """
 
@@ -98,19 +84,15 @@ class MergeDimsLayer(LayerBase):
 
     def make_output(self):
         x = self.input_data
-        axes = resolve_axes(x, self.opts["axes"], layer=self.name, option="axes")
-        if not self.opts["keep_order"]:
-            axes = sorted(axes)
-        self.merged_parts = [x.dims[a] for a in axes]
+        axes, parts = self._merged_axes()
         if len(axes) <= 1:
             return x.copy(name=self.name)
-        parts = self.merged_parts
         if any(d.is_batch for d in parts):
             raise self.error(f"'axes' names the batch axis of {x.describe()}: merging it is not supported by "
                              f"netcompiler yet",
                              option="axes", suggestion="leave 'B' out of 'axes'")
         merged = merge_dims(parts)
-        if self._needs_compaction() and not x.has_batch:
+        if self._needs_compaction(parts) and not x.has_batch:
             raise self.error(f"'axes': merging the dynamic axis into an outer one of {x.describe()} needs a batch "
                              f"axis (to move each sequence's valid frames to the front)", option="axes",
                              suggestion="put the dynamic axis first and set 'keep_order': True")
@@ -121,6 +103,14 @@ class MergeDimsLayer(LayerBase):
                  for role in ("time_dim", "feature_dim")}
         return x.copy(dims=rest[:position] + [merged] + rest[position:], name=self.name, **roles)
 
+    def _merged_axes(self) -> Tuple[List[int], List[Dim]]:
+        """The input axes to merge, in merge order, and their Dims."""
+        x = self.input_data
+        axes = resolve_axes(x, self.opts["axes"], layer=self.name, option="axes")
+        if not self.opts["keep_order"]:
+            axes = sorted(axes)
+        return axes, [x.dims[a] for a in axes]
+
     @staticmethod
     def _target_axis(x: Data, axes: List[int]) -> int:
         for role_axis in (x.feature_dim_axis, x.time_dim_axis):
@@ -128,43 +118,23 @@ class MergeDimsLayer(LayerBase):
                 return role_axis
         return min(axes)
 
-    def _needs_compaction(self) -> bool:
+    @staticmethod
+    def _needs_compaction(parts: List[Dim]) -> bool:
         """Whether a plain reshape leaves padding between valid frames: a dynamic part that is not the outermost."""
-        dynamic = [i for i, d in enumerate(self.merged_parts) if d.is_dynamic]
-        return bool(dynamic) and dynamic != [0]
+        return any(d.is_dynamic for d in parts[1:])
 
-    def emit(self, ctx):
-        x = ctx.input(self)
-        parts, out = self.merged_parts, self.output
+    def emit(self, inputs):
+        x = inputs.x
+        _, parts = self._merged_axes()
         if len(parts) <= 1:
             return x
+        out = self.output
         merged = merge_dims(parts)
         position = out.axis_of(merged)
         rest = [d for d in out.dims if d != merged]
-        x = ops.transpose_to(x, self.input_data.dims, rest[:position] + parts + rest[position:])
-        lengths = ops.shape_list(x)
-        part_lengths = lengths[position:position + len(parts)]
-        y = tf.reshape(x, lengths[:position] + [product(part_lengths)] + lengths[position + len(parts):])
-        return self._compacted(ctx, y, part_lengths) if self._needs_compaction() else y
-
-    def _compacted(self, ctx, y, part_lengths: List[Any]):
-        """`y` (laid out as the output) with each sequence's valid merged frames moved to the front, in order."""
-        out, parts = self.output, self.merged_parts
-        batch, merged = out.dims[out.batch_dim_axis], merge_dims(parts)
-        valid = tf.ones([1] * (len(parts) + 1), tf.bool)
-        for i, dim in enumerate(parts):
-            if dim.is_dynamic:
-                mask = tf.sequence_mask(ctx.size(dim), maxlen=part_lengths[i])  # [B, len_i]
-                shape = [-1] + [part_lengths[i] if j == i else 1 for j in range(len(parts))]
-                valid = tf.logical_and(valid, tf.reshape(mask, shape))
-        total = product(part_lengths)
-        batch_size = tf.shape(y)[out.batch_dim_axis]
-        valid = tf.reshape(tf.broadcast_to(valid, [batch_size] + part_lengths), [batch_size, total])
-        positions = tf.range(total)
-        order = tf.argsort(tf.where(valid, positions, positions + total), axis=1)  # valid frames first, in order
-        inner = [batch, merged] + [d for d in out.dims if d not in (batch, merged)]
-        gathered = tf.gather(ops.transpose_to(y, out.dims, inner), order, axis=1, batch_dims=1)
-        return ops.transpose_to(gathered, inner, out.dims)
+        x = rf.permute(x, rest[:position] + parts + rest[position:])  # the parts where the merged axis goes
+        y, _ = rf.merge_dims_packed(x, dims=parts, out_dim=merged)
+        return y
 
 
 class SplitDimsLayer(LayerBase):
@@ -178,9 +148,9 @@ class SplitDimsLayer(LayerBase):
     feature axis, the last part becomes the feature axis; if it is the time axis, the -1 part (else the
     first part) becomes the time axis.
     Emission: padding fills the padded frames of a dynamic axis with `pad_value` too (so that each sequence is
-    split as if alone: the -1 part has ceil(length / product) frames per sequence), then appends `pad_value`
-    frames up to a multiple; then a tf.reshape. Without padding, the axis must hold a multiple of the product
-    at run time (also a dynamic one: the reshape fails otherwise).
+    split as if alone: the -1 part has ceil(length / product) frames per sequence), then `rf.split_dims` appends
+    `pad_value` frames up to a multiple and reshapes. Without padding, the axis must hold a multiple of the
+    product at run time (also a dynamic one: the reshape fails otherwise).
     """
 
     layer_class = "split_dims"
@@ -193,13 +163,7 @@ class SplitDimsLayer(LayerBase):
 
     def make_output(self):
         x = self.input_data
-        old = x.dims[resolve_axis(x, self.opts["axis"], layer=self.name, option="axis")]
-        if old.is_batch:
-            raise self.error("'axis' names the batch axis: splitting it is not supported by netcompiler yet",
-                             option="axis")
-        sizes = self._checked_sizes()
-        pad = old.is_dynamic if self.opts["pad_to_multiples"] is None else self.opts["pad_to_multiples"]
-        self.split_axis_dim, self.split_sizes, self.split_pad = old, sizes, pad
+        old, sizes, pad = self._split()
         parts = self._part_dims(old, sizes, pad)
         axis = x.axis_of(old)
         roles = {"time_dim": x.time_dim, "feature_dim": x.feature_dim}
@@ -208,6 +172,17 @@ class SplitDimsLayer(LayerBase):
         if x.feature_dim == old:
             roles["feature_dim"] = parts[-1]
         return x.copy(dims=x.dims[:axis] + tuple(parts) + x.dims[axis + 1:], name=self.name, **roles)
+
+    def _split(self) -> Tuple[Dim, List[int], bool]:
+        """The axis to split, the sizes of its parts (one may be -1) and whether it is padded to a multiple."""
+        x = self.input_data
+        old = x.dims[resolve_axis(x, self.opts["axis"], layer=self.name, option="axis")]
+        if old.is_batch:
+            raise self.error("'axis' names the batch axis: splitting it is not supported by netcompiler yet",
+                             option="axis")
+        sizes = self._checked_sizes()
+        pad = old.is_dynamic if self.opts["pad_to_multiples"] is None else self.opts["pad_to_multiples"]
+        return old, sizes, pad
 
     def _checked_sizes(self) -> List[int]:
         sizes = list(self.opts["dims"])
@@ -237,26 +212,14 @@ class SplitDimsLayer(LayerBase):
                 self.new_dim(s, FEATURE if old.is_feature and i == last else SPATIAL, f"{self.name}:split{i}")
                 for i, s in enumerate(sizes)]
 
-    def emit(self, ctx):
-        x = ctx.input(self)
-        axis = self.input_data.axis_of(self.split_axis_dim)
-        known = product([max(s, 1) for s in self.split_sizes])
-        if self.split_pad:
-            x = self._padded_to_multiple(ctx, x, axis, known)
-        lengths = ops.shape_list(x)
-        parts = [lengths[axis] // known if s == -1 else s for s in self.split_sizes]
-        return tf.reshape(x, lengths[:axis] + parts + lengths[axis + 1:])
-
-    def _padded_to_multiple(self, ctx, x, axis: int, multiple: int):
-        """`x` with `pad_value` in the padded frames of the split axis (if dynamic) and appended up to a multiple."""
+    def emit(self, inputs):
+        x = inputs.x
+        old, sizes, pad = self._split()
         pad_value = self.opts["pad_value"]
-        if self.split_axis_dim.is_dynamic:
-            x = ctx.masked(self.input_data, x, self.split_axis_dim, pad_value)
-        missing = (-ops.shape_list(x)[axis]) % multiple
-        if isinstance(missing, int) and missing == 0:
-            return x
-        paddings = [[0, missing] if a == axis else [0, 0] for a in range(x.shape.rank)]
-        return tf.pad(x, paddings, constant_values=tf.cast(pad_value, x.dtype))
+        if pad and old.is_dynamic:
+            x = rf.masked(x, [old], pad_value)
+        return rf.split_dims(x, axis=old, dims=self._part_dims(old, sizes, pad), pad_to_multiples=pad,
+                             pad_value=pad_value)
 
 
 class ExpandDimsLayer(RelayoutLayer):

@@ -2,10 +2,11 @@
 
 from typing import Dict, List, Optional, Tuple
 
+from netcompiler import frontend as rf
 from netcompiler.layer_base import COMMON_OPTIONS, NONE_TYPE, LayerBase, MissingOptionError, Option
 from netcompiler.tensor import Dim, resolve_dim
 
-from .shape import AXIS_TYPES, axis_slice, size_text
+from .shape import AXIS_TYPES, size_text
 
 
 class SplitLayer(LayerBase):
@@ -16,7 +17,8 @@ class SplitLayer(LayerBase):
     `size_splits` (None; a list of positive part sizes summing to the axis size) -- exactly one of the two.
     Parts of the same size share one Dim `<layer>:part<size>` (so that e.g. "split/0" and "split/1" of
     `num_splits: 2` can be combined elementwise); a single part keeps the input's Dim.
-    Emission: the layer emits its input once; each part is a static slice of it (what tf.split computes).
+    Emission: the layer emits its input once; each part is a static slice of it (`rf.slice`), so a part that
+    no one reads costs nothing.
     """
 
     layer_class = "split"
@@ -31,27 +33,36 @@ class SplitLayer(LayerBase):
         super().__init__(name, network, opts)
 
     def make_output(self):
+        self.part_dims()  # checks the options
+        return self.input_data.copy(name=self.name)
+
+    def emit(self, inputs):
+        return inputs.x
+
+    def split_dim(self) -> Dim:
+        """The (static) axis that is split."""
         x = self.input_data
         axis = self.opts["axis"]
-        self.split_dim = resolve_dim(x, "F" if axis is None else axis, layer=self.name, option="axis")
-        if self.split_dim.is_batch or self.split_dim.is_dynamic:
-            raise self.error(f"'axis': {x.dim_label(self.split_dim)} of the input {x.describe()} is dynamic; "
+        dim = resolve_dim(x, "F" if axis is None else axis, layer=self.name, option="axis")
+        if dim.is_batch or dim.is_dynamic:
+            raise self.error(f"'axis': {x.dim_label(dim)} of the input {x.describe()} is dynamic; "
                              f"split needs a static size", option="axis")
-        sizes = self._part_sizes(self.split_dim)
-        if len(sizes) == 1:
-            self.part_dims = [self.split_dim]
-        else:
-            shared = {s: self.new_dim(s, self.split_dim.kind, f"{self.name}:part{s}") for s in sizes}
-            self.part_dims = [shared[s] for s in sizes]
-        return x.copy(name=self.name)
+        return dim
 
-    def emit(self, ctx):
-        return ctx.input(self)
+    def part_dims(self) -> List[Dim]:
+        """The Dim of each part: one per size, shared by the parts of that size; a single part keeps the axis's."""
+        dim = self.split_dim()
+        sizes = self._part_sizes(dim)
+        if len(sizes) == 1:
+            return [dim]
+        shared = {s: self.new_dim(s, dim.kind, f"{self.name}:part{s}") for s in sizes}
+        return [shared[s] for s in sizes]
 
     def part_range(self, index: int) -> Tuple[int, int]:
         """Where part `index` starts and ends on the split axis."""
-        start = sum(d.size for d in self.part_dims[:index])
-        return start, start + self.part_dims[index].size
+        parts = self.part_dims()
+        start = sum(d.size for d in parts[:index])
+        return start, start + parts[index].size
 
     def _part_sizes(self, dim: Dim) -> List[int]:
         num, sizes = self.opts["num_splits"], self.opts["size_splits"]
@@ -76,7 +87,7 @@ class SplitLayer(LayerBase):
 
     # --- sublayers --------------------------------------------------------------------------------
     def sub_layer_names(self) -> List[str]:
-        return [str(i) for i in range(len(self.part_dims))]
+        return [str(i) for i in range(len(self.part_dims()))]
 
     def get_sub_layer(self, name: str) -> Optional["SplitPartLayer"]:
         if name not in self.sub_layer_names():
@@ -107,9 +118,10 @@ class SplitPartLayer(LayerBase):
 
     def make_output(self):
         parent = self.parent
-        return parent.output.copy_replace_dim(parent.split_dim, parent.part_dims[self.index], name=self.name)
+        return parent.output.copy_replace_dim(parent.split_dim(), parent.part_dims()[self.index], name=self.name)
 
-    def emit(self, ctx):
+    def emit(self, inputs):
         parent = self.parent
         start, stop = parent.part_range(self.index)
-        return axis_slice(ctx.value(parent), parent.output.axis_of(parent.split_dim), start, stop)
+        return rf.slice(inputs.value(parent), axis=parent.split_dim(), start=start, end=stop,
+                        out_dim=parent.part_dims()[self.index])
