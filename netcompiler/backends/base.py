@@ -242,3 +242,56 @@ class Backend:
         import contextlib
 
         return contextlib.nullcontext()
+
+    # --- checks and losses ------------------------------------------------------------------------------------
+    @classmethod
+    def assert_equal_raw(cls, a: Any, b: Any, message: str) -> Any:
+        """A check that fails with `message` at run time unless a == b everywhere; returns its handle for
+        `with_dependencies_raw` (None where it ran at once)."""
+        raise _missing(cls, "assert_equal_raw")
+
+    @classmethod
+    def boolean_mask_raw(cls, raw: Any, mask: Any) -> Any:
+        """The entries of `raw` where the bool `mask` (over the leading axes of `raw`) is True, those axes
+        flattened into one (row-major)."""
+        raise _missing(cls, "boolean_mask_raw")
+
+    @classmethod
+    def one_hot_raw(cls, indices: Any, depth: int, dtype: str) -> Any:
+        """[*indices.shape, depth]: 1 at each index, 0 elsewhere."""
+        raise _missing(cls, "one_hot_raw")
+
+    @classmethod
+    def softmax_cross_entropy_with_logits_raw(cls, logits: Any, labels: Any) -> Any:
+        """-sum(labels * log_softmax(logits)) over the last axis of `logits`; integer `labels` are class indices
+        (the shape of `logits` without its last axis), float ones a distribution (the shape of `logits`)."""
+        raise _missing(cls, "softmax_cross_entropy_with_logits_raw")
+
+    @classmethod
+    def sigmoid_cross_entropy_with_logits_raw(cls, logits: Any, labels: Any, pos_weight: Optional[float]) -> Any:
+        """Elementwise -(w labels log sigmoid(logits) + (1 - labels) log(1 - sigmoid(logits))), w = pos_weight
+        (None: 1)."""
+        raise _missing(cls, "sigmoid_cross_entropy_with_logits_raw")
+
+    @classmethod
+    def ctc_loss_raw(cls, logits: Any, logit_lengths: Any, labels: Any, label_lengths: Any, blank_index: int) -> Any:
+        """CTC negative log-likelihood [B] of `labels` [B, S] (with their lengths [B]) under time-major
+        `logits` [T, B, classes] (unnormalised; with their lengths [B]); blank is class `blank_index`."""
+        raise _missing(cls, "ctc_loss_raw")
+
+    @classmethod
+    def ctc_decode_raw(cls, logits: Any, lengths: Any, beam_width: int) -> Tuple[Any, Any]:
+        """The best label sequences of time-major CTC `logits` [T, B, classes] (blank: the last class): greedy
+        (repeats merged) for `beam_width` 1, else beam search. Int32 labels [B, S] and their lengths [B]."""
+        raise _missing(cls, "ctc_decode_raw")
+
+    @classmethod
+    def collapse_repeated_raw(cls, labels: Any, lengths: Any) -> Tuple[Any, Any]:
+        """Sequences [B, S] (lengths [B]) with each run of one value merged into one entry; their new lengths."""
+        raise _missing(cls, "collapse_repeated_raw")
+
+    @classmethod
+    def edit_distance_raw(cls, a: Any, a_lengths: Any, b: Any, b_lengths: Any) -> Any:
+        """Float32 [B]: the Levenshtein distance (not normalised) of the sequences a [B, Sa] and b [B, Sb]
+        (lengths [B] each)."""
+        raise _missing(cls, "edit_distance_raw")

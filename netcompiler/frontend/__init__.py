@@ -14,7 +14,11 @@ from .array import (
     permute, range_over_dim, replace_dim, reverse_sequence, sequence_mask, shape_of, slice, split, split_dims,
     squeeze, stack, zeros, zeros_like,
 )
-from .loops import cond, while_loop
+from .array import one_hot, pack_padded
+from .loops import assert_equal, cond, while_loop, with_dependencies
+from .loss import (
+    binary_cross_entropy, collapse_repeated, ctc_decode, ctc_loss, edit_distance, softmax_cross_entropy_with_logits,
+)
 from .math import (
     ACTIVATIONS, abs, activation, cast, clip_by_value, combine, compare, cos, elu, erf, exp, gelu, is_finite, log,
     log_sigmoid, logical_not, maximum, minimum, neg, relu, rsqrt, scaled_gradient, sigmoid, sign, silu, sin,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, List, Optional, Sequence, Tuple, Union
 
-from ..tensor import Data, Dim, Tensor, merge_dims as merged_dim
+from ..tensor import SPATIAL, Data, Dim, Tensor, merge_dims as merged_dim
 from ._dispatch import backend_for, default_dtype
 from .run_ctx import get_run_ctx
 
@@ -262,3 +262,37 @@ def dim_size_tensor(dim: Dim) -> Tensor:
     if isinstance(size, Tensor):
         return size
     return convert_to_tensor(size, dims=(), dtype="int32", name=f"size:{dim.description}")
+
+
+def pack_padded(x: Tensor, *, dims: Sequence[Dim], out_dim: Optional[Dim] = None) -> Tuple[Tensor, Dim]:
+    """The frames of `dims` that are valid in every one of them (padding dropped), flattened into one axis
+    `out_dim` (a new dynamic dim if None) in front of `x`'s other dims: row-major in the order of `dims` (batch
+    first: each sequence's frames in turn). Their number becomes `out_dim`'s size (a scalar) in this run."""
+    dims = list(dims)
+    out_dim = out_dim or Dim(None, SPATIAL, "packed")
+    rest = [d for d in x.dims if d not in dims]
+    x = permute(x, dims + rest)
+    backend = backend_for(x)
+    mask = sequence_mask(dims, like=x)
+    if mask is None:
+        raw = x.raw if len(dims) == 1 else merge_dims(x, dims=dims, out_dim=out_dim)[0].raw
+    else:
+        outside = [d for d in mask.dims if d not in dims]
+        if outside:
+            raise ValueError(f"pack_padded: the lengths of {dims} vary along {outside}, which are not packed")
+        for d in dims:
+            if not mask.has_dim(d):
+                mask = expand_dim(mask, d)
+        raw = backend.boolean_mask_raw(x.raw, permute(mask, dims).raw)
+    get_run_ctx().set_size(out_dim, backend.get_shape_tuple_raw(raw)[0], size_dims=())
+    return Tensor(x.data.copy(dims=(out_dim,) + tuple(rest), time_dim=out_dim), raw), out_dim
+
+
+def one_hot(x: Tensor, *, dtype: str = "float32") -> Tensor:
+    """Class indices `x` as vectors along its sparse dim (a new last axis, the feature dim): 1 at the index,
+    0 elsewhere."""
+    classes = x.sparse_dim
+    if classes is None or classes.size is None:
+        raise ValueError(f"one_hot: {x.data.describe()} is not sparse over a static dim")
+    raw = backend_for(x).one_hot_raw(x.raw, classes.size, dtype)
+    return Tensor(Data(x.name, x.dims + (classes,), dtype, time_dim=x.time_dim, feature_dim=classes), raw)

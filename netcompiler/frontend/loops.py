@@ -1,11 +1,13 @@
-"""Control flow on Tensors: `cond` and `while_loop` (nests of Tensors in and out, templates kept)."""
+"""Control flow on Tensors: `cond` and `while_loop` (nests of Tensors in and out, templates kept); run-time
+checks (`assert_equal`) and what must wait for them (`with_dependencies`)."""
 
 from __future__ import annotations
 
-from typing import Any, Callable, List
+from typing import Any, Callable, List, Sequence
 
 from ..tensor import Tensor
 from ._dispatch import backend_for
+from .array import permute
 
 
 def _flatten(nest: Any) -> List[Tensor]:
@@ -77,3 +79,18 @@ def while_loop(cond: Callable[[Any], Any], body: Callable[[Any], Any], initial: 
 
     raws = backend.while_loop_raw(raw_cond, raw_body, [t.raw for t in templates])
     return unpack(raws)
+
+
+def assert_equal(a: Tensor, b: Tensor, *, message: str) -> Any:
+    """A check that `a` and `b` (the same dims, any order) are equal everywhere, failing with `message` when it
+    runs. Returns the check for `with_dependencies` (None where it ran at once, in eager mode)."""
+    backend = backend_for(a, b)
+    return backend.assert_equal_raw(a.raw, permute(b, a.dims).raw, message)
+
+
+def with_dependencies(x: Tensor, checks: Sequence[Any]) -> Tensor:
+    """`x`, available only after `checks` (from `assert_equal`) have passed."""
+    checks = [c for c in checks if c is not None]
+    if not checks:
+        return x
+    return Tensor(x.data, backend_for(x).with_dependencies_raw(x.raw, checks))

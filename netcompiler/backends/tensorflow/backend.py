@@ -2,10 +2,11 @@
 
 from ..base import Backend
 from .core import CoreOps
+from .losses import LossOps
 from .params import ParamOps
 
 
-class TensorFlowBackend(CoreOps, ParamOps, Backend):
+class TensorFlowBackend(CoreOps, LossOps, ParamOps, Backend):
     """Raw tensors are `tf.Tensor`s; runs eagerly or inside `tf.function` (graph)."""
 
     name = "tensorflow"
