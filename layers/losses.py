@@ -17,10 +17,10 @@ are always flattened). Reported scores are always per frame.
 
 from typing import Optional
 
+from netcompiler import frontend as rf
 from netcompiler.layer_base import NONE_TYPE, NUMBER, Option
-from netcompiler.lazy_tf import frames, ops, tf
 from netcompiler.loss_base import LossBase
-from netcompiler.tensor import FLOAT_DTYPES, Data, batch_dim
+from netcompiler.tensor import FLOAT_DTYPES, SPATIAL, Data, Dim, batch_dim
 
 LOG_EPS = 1e-20
 """Probabilities are clipped to at least this before their log (when no logits were recorded)."""
@@ -38,8 +38,9 @@ COMMON_LOSS_OPTIONS = {
 class CheckedLoss(LossBase):
     """A loss whose "loss_opts" values are type-checked; options named in `unsupported` must keep their default.
 
-    Subclasses implement `sums(ctx, output, target) -> (loss_sum, error_sum or None, num_frames)`; `compute`
-    applies the common options. `error_name` says what the error is ("fer", "ler"; None: no error)."""
+    Subclasses implement `sums(ctx, output, target) -> (loss_sum, error_sum or None, num_frames)` (scalar
+    Tensors, through the op layer); `compute` applies the common options. `error_name` says what the error is
+    ("fer", "ler"; None: no error)."""
 
     unsupported = ()
     error_name: Optional[str] = None
@@ -65,12 +66,11 @@ class CheckedLoss(LossBase):
     def compute(self, ctx, output, target):
         loss_sum, error_sum, frames = self.sums(ctx, output, target)
         norm = self.opts.get("custom_norm_factor")
-        frames = tf.constant(1.0 / norm, tf.float32) if norm is not None else tf.cast(frames, tf.float32)
-        return (tf.cast(loss_sum, tf.float32), None if error_sum is None else tf.cast(error_sum, tf.float32),
-                frames)
+        frames = rf.convert_to_tensor(1.0 / norm, dtype="float32") if norm is not None else rf.cast(frames, "float32")
+        return rf.cast(loss_sum, "float32"), None if error_sum is None else rf.cast(error_sum, "float32"), frames
 
     def sums(self, ctx, output, target):  # pragma: no cover - each loss overrides
-        raise NotImplementedError(f"loss '{self.loss_class}' has no TensorFlow emission yet")
+        raise NotImplementedError(f"loss '{self.loss_class}' has no emission yet")
 
     def check_templates(self, out: Data, target: Optional[Data]) -> None:
         """Raises a ConfigError if `out` and `target` do not fit this loss."""
@@ -97,72 +97,76 @@ def frames_fit(out: Data, target: Data) -> bool:
         a == b or (a.is_dynamic and b.is_dynamic) or a.size == b.size for a, b in zip(mine, theirs))
 
 
-def batch_major_frames(ctx, data: Data, x):
-    """The valid frames of `x` (laid out as `data`): [N, feature] or [N], batch-major, in time order."""
-    first = data.copy_with_batch_first()
-    return frames.valid_frames(ctx, first, ops.transpose_to(x, data.dims, first.dims))
-
-
-def per_frame(x, reduce):
-    """`reduce` over the feature axis of frames [N, F]; frames [N] without a feature dim stay as they are."""
-    return x if x.shape.rank == 1 else reduce(x, axis=-1)
+def frame_dims(data: Data):
+    """The dims that index frames, batch first: all but the feature dim."""
+    return [d for d in data.copy_with_batch_first().dims if d != data.feature_dim]
 
 
 class FramewiseLoss(CheckedLoss):
     """A loss computed per valid frame, the output's frames paired positionally with the target's.
 
-    Subclasses implement `frame_losses(out, target) -> (loss [N], error [N] or None)` on paired frames."""
+    Subclasses implement `frame_losses(out, target) -> (loss [N], error [N] or None)` on paired frames: both
+    packed to the valid frames N (`rf.pack_padded`, batch-major), the target on the output's dims."""
 
     def sums(self, ctx, output, target):
-        out, tgt = self.paired_frames(ctx, self.frame_input(ctx, output), target)
+        dims = frame_dims(self.layer.output)
+        out, frames = rf.pack_padded(self.frame_input(ctx, output), dims=dims)
+        tgt, _ = rf.pack_padded(self.paired_target(target), dims=dims, out_dim=frames)
         losses, errors = self.frame_losses(out, tgt)
-        error_sum = None if errors is None else tf.reduce_sum(tf.cast(errors, tf.float32))
-        return tf.reduce_sum(losses), error_sum, tf.shape(out)[0]
+        error_sum = None if errors is None else rf.reduce_sum(rf.cast(errors, "float32"), axis=frames)
+        return rf.reduce_sum(losses, axis=frames), error_sum, rf.dim_size_tensor(frames)
 
     def frame_input(self, ctx, output):
         """What is flattened on the output side (laid out as the output)."""
         return output
 
-    def paired_frames(self, ctx, output, target):
-        """Valid frames of output and target; a run-time assertion that their lengths agree."""
-        checks = [c for c in self.length_checks(ctx) if c is not None]  # eager asserts return None
-        with tf.control_dependencies(checks):
-            out = batch_major_frames(ctx, self.layer.output, output)
-            tgt = batch_major_frames(ctx, self.target_layer.output, target)
-        return out, tgt
-
-    def length_checks(self, ctx):
-        pairs = zip(frame_axes(self.layer.output), frame_axes(self.target_layer.output))
-        return [tf.debugging.assert_equal(
-                    ctx.size(a), ctx.size(b),
+    def paired_target(self, target):
+        """The target on the output's dims: its frame axes (in order) and its feature or class dim; available
+        only after a run-time check that its lengths are the output's."""
+        out, tgt = self.layer.output, self.target_layer.output
+        checks = []
+        for a, b in zip(frame_axes(out), frame_axes(tgt)):
+            if a == b:
+                continue
+            if a.is_dynamic and b.is_dynamic:
+                checks.append(rf.assert_equal(
+                    rf.dim_size_tensor(a), rf.dim_size_tensor(b),
                     message=f"layer '{self.layer.name}': loss '{self.loss_class}': the lengths of the output's "
                             f"{a.short_repr()} differ from those of target '{self.target_layer.name}' "
-                            f"{b.short_repr()}")
-                for a, b in pairs if a != b and a.is_dynamic and b.is_dynamic]
+                            f"{b.short_repr()}"))
+            target = rf.replace_dim(target, in_dim=b, out_dim=a)
+        if tgt.sparse:
+            target = target.copy(sparse_dim=out.feature_dim)
+        elif tgt.feature_dim is not None:
+            target = rf.replace_dim(target, in_dim=tgt.feature_dim, out_dim=out.feature_dim)
+        return rf.with_dependencies(target, checks)
 
     def frame_losses(self, out, tgt):  # pragma: no cover - each loss overrides
         raise NotImplementedError
 
     def dense_target(self, tgt, dtype):
-        """Target frames as values: class indices become one-hot vectors of the output's size."""
-        if self.target_layer.output.sparse:
-            return tf.one_hot(tgt, self.layer.output.dim, dtype=dtype)
-        return tf.cast(tgt, dtype)
+        """Target frames as values: class indices become one-hot vectors over the output's feature dim."""
+        return rf.one_hot(tgt, dtype=dtype) if tgt.sparse_dim is not None else rf.cast(tgt, dtype)
+
+    def per_frame(self, x, mode):
+        """`x` reduced with `mode` over the output's feature dim (frames without one stay as they are)."""
+        feature = self.layer.output.feature_dim
+        return x if feature is None else rf.reduce(x, mode=mode, axis=feature)
 
 
 class CrossEntropyLoss(FramewiseLoss):
     """Cross entropy of the layer's output distribution against sparse class targets (or a dense target
     distribution), per valid frame; the error is the frame error rate (argmax of the output != target class).
 
-    The log-probabilities come from the logits a softmax layer recorded (stable, and TF's fused softmax cross
-    entropy kernels), else from log(max(p, 1e-20)) of the output. Options (loss_opts): `label_smoothing` (0.0:
-    the target class gets 1 - s, every other class s / (classes - 1); for a dense target t: (1 - s) t +
-    s / (classes - 1) (1 - t); the loss is the plain cross entropy against that distribution), `focal_loss_factor`
-    (0.0; g > 0 multiplies each frame's loss by (1 - p_target)^g, p_target the output probability of the target,
-    for a dense target the sum of p t; the gradient flows through that factor), `use_fused` (True; accepted:
-    the fused kernels are always used), `label_smoothing_gaussian`, `debug_dump`, `safe_log_opts`,
-    `fake_upper_bound` (not supported), and the common ones: `use_flatten_frames` (True), `use_normalized_loss`
-    (False), `custom_norm_factor` (None), `scale` (1.0).
+    The log-probabilities come from the logits a softmax layer recorded (stable, and the backend's fused softmax
+    cross entropy: `rf.softmax_cross_entropy_with_logits`), else from log(max(p, 1e-20)) of the output. Options
+    (loss_opts): `label_smoothing` (0.0: the target class gets 1 - s, every other class s / (classes - 1); for a
+    dense target t: (1 - s) t + s / (classes - 1) (1 - t); the loss is the plain cross entropy against that
+    distribution), `focal_loss_factor` (0.0; g > 0 multiplies each frame's loss by (1 - p_target)^g, p_target
+    the output probability of the target, for a dense target the sum of p t; the gradient flows through that
+    factor), `use_fused` (True; accepted: the fused kernels are always used), `label_smoothing_gaussian`,
+    `debug_dump`, `safe_log_opts`, `fake_upper_bound` (not supported), and the common ones: `use_flatten_frames`
+    (True), `use_normalized_loss` (False), `custom_norm_factor` (None), `scale` (1.0).
     """
 
     loss_class = "ce"
@@ -190,21 +194,21 @@ class CrossEntropyLoss(FramewiseLoss):
         return output_logits(ctx, self.layer, output, in_log_space=False)
 
     def frame_losses(self, logits, tgt):
-        sparse = self.target_layer.output.sparse
+        classes = self.layer.output.feature_dim
+        sparse = tgt.sparse_dim is not None
         smoothing, focal = float(self.opts["label_smoothing"]), float(self.opts["focal_loss_factor"])
-        if sparse and not smoothing:
-            losses = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=tf.cast(tgt, tf.int32), logits=logits)
+        dense = self.dense_target(tgt, logits.dtype) if smoothing or focal or not sparse else None
+        if smoothing:
+            dist = (1.0 - smoothing) * dense + smoothing / (classes.size - 1) * (1.0 - dense)
         else:
-            dist = self.dense_target(tgt, logits.dtype)
-            if smoothing:
-                dist = (1.0 - smoothing) * dist + smoothing / (self.layer.output.dim - 1) * (1.0 - dist)
-            losses = tf.nn.softmax_cross_entropy_with_logits(labels=dist, logits=logits)
+            dist = tgt if sparse else dense
+        losses = rf.softmax_cross_entropy_with_logits(logits=logits, targets=dist, axis=classes)
         if focal:
-            p_target = tf.reduce_sum(self.dense_target(tgt, logits.dtype) * tf.nn.softmax(logits), axis=-1)
-            losses *= (1.0 - p_target) ** focal
-        predicted = tf.argmax(logits, axis=-1, output_type=tf.int32)
-        wanted = tf.cast(tgt, tf.int32) if sparse else tf.argmax(tgt, axis=-1, output_type=tf.int32)
-        return losses, tf.not_equal(predicted, wanted)
+            p_target = rf.reduce_sum(dense * rf.softmax(logits, axis=classes), axis=classes)
+            losses = losses * (1.0 - p_target) ** focal
+        predicted = rf.reduce_argmax(logits, axis=classes)
+        wanted = rf.cast(tgt, "int32") if sparse else rf.reduce_argmax(tgt, axis=classes)
+        return losses, rf.compare(predicted, "not_equal", wanted)
 
 
 def output_logits(ctx, layer, output, in_log_space: bool):
@@ -215,7 +219,7 @@ def output_logits(ctx, layer, output, in_log_space: bool):
         return logits
     if in_log_space:
         return output
-    return tf.math.log(tf.maximum(output, tf.cast(LOG_EPS, output.dtype)))
+    return rf.log(rf.maximum(output, LOG_EPS))
 
 
 class DistanceLoss(FramewiseLoss):
@@ -255,7 +259,7 @@ class MeanSquaredError(DistanceLoss):
     loss_class = "mse"
 
     def distance(self, diff):
-        return per_frame(tf.square(diff), tf.reduce_mean)
+        return self.per_frame(rf.square(diff), "mean")
 
 
 class L1Loss(DistanceLoss):
@@ -265,7 +269,7 @@ class L1Loss(DistanceLoss):
     loss_class = "l1"
 
     def distance(self, diff):
-        return per_frame(tf.abs(diff), tf.reduce_sum)
+        return self.per_frame(rf.abs(diff), "sum")
 
 
 class MeanL1Loss(DistanceLoss):
@@ -275,14 +279,14 @@ class MeanL1Loss(DistanceLoss):
     loss_class = "mean_l1"
 
     def distance(self, diff):
-        return per_frame(tf.abs(diff), tf.reduce_mean)
+        return self.per_frame(rf.abs(diff), "mean")
 
 
 class BinaryCrossEntropyLoss(FramewiseLoss):
     """Binary cross entropy of the output as logits (not probabilities) against a dense 0/1 target of the
     same shape, averaged over the feature dim per valid frame. The error per frame is the fraction of features
     where (output > 0) != (target > 0.5) (for one feature: the frame error rate). Options (loss_opts):
-    `pos_weight` (None: the weight of positive labels, as tf.nn.weighted_cross_entropy_with_logits) and the
+    `pos_weight` (None: the weight of positive labels, as in `rf.binary_cross_entropy`) and the
     common ones. Registered as "bin_ce" (RETURNN's name) and "binary_ce"."""
 
     loss_class = "bin_ce"
@@ -298,14 +302,10 @@ class BinaryCrossEntropyLoss(FramewiseLoss):
             raise self.target_error(out, target, "they must have the same shape")
 
     def frame_losses(self, logits, tgt):
-        labels = tf.cast(tgt, logits.dtype)
-        pos_weight = self.opts["pos_weight"]
-        if pos_weight is None:
-            losses = tf.nn.sigmoid_cross_entropy_with_logits(labels=labels, logits=logits)
-        else:
-            losses = tf.nn.weighted_cross_entropy_with_logits(labels=labels, logits=logits, pos_weight=pos_weight)
-        wrong = tf.cast(tf.not_equal(logits > 0, labels > 0.5), logits.dtype)
-        return per_frame(losses, tf.reduce_mean), per_frame(wrong, tf.reduce_mean)
+        labels = rf.cast(tgt, logits.dtype)
+        losses = rf.binary_cross_entropy(from_logits=logits, targets=labels, pos_weight=self.opts["pos_weight"])
+        wrong = rf.cast(rf.compare(logits > 0, "not_equal", labels > 0.5), logits.dtype)
+        return self.per_frame(losses, "mean"), self.per_frame(wrong, "mean")
 
 
 class BinaryCrossEntropyLossAlias(BinaryCrossEntropyLoss):
@@ -326,13 +326,13 @@ class AsIsLoss(CheckedLoss):
         self.check_float_output(out)
 
     def sums(self, ctx, output, target):
-        frames = batch_major_frames(ctx, self.layer.output, output)
-        return tf.reduce_sum(frames), None, tf.shape(frames)[0]
+        packed, frames = rf.pack_padded(output, dims=frame_dims(self.layer.output))
+        return rf.reduce_sum(packed, axis=packed.dims), None, rf.dim_size_tensor(frames)
 
 
 class CtcLoss(CheckedLoss):
     """Connectionist temporal classification of the output [B, T, classes + 1 (blank, the last)] against sparse
-    label sequences [B, T'] (T' independent of T), summed over sequences (tf.nn.ctc_loss). The output is
+    label sequences [B, T'] (T' independent of T), summed over sequences (`rf.ctc_loss`). The output is
     probabilities, or log-probabilities / logits with `output_in_log_space`; the logits a softmax layer recorded
     are used where there are some. The error is the label error rate: the edit distance of the decoded output
     (greedy in training or with `beam_width` 1; beam search of `beam_width` in eval) to the labels. Loss and
@@ -369,50 +369,28 @@ class CtcLoss(CheckedLoss):
 
     def sums(self, ctx, output, target):
         out, tgt = self.layer.output, self.target_layer.output
+        time, classes, labels_dim = out.time_dim, out.feature_dim, tgt.time_dim
         logits = output_logits(ctx, self.layer, output, self.opts["output_in_log_space"])
-        batch = batch_dim
-        logits = ops.transpose_to(logits, out.dims, [out.time_dim, batch, out.feature_dim])  # [T, B, classes + 1]
-        logit_lengths = sequence_lengths(ctx, out.time_dim)
-        labels = tf.cast(ops.transpose_to(target, tgt.dims, tgt.copy_with_batch_first().dims), tf.int32)
-        label_lengths = sequence_lengths(ctx, tgt.time_dim)
-        num_frames = tf.reduce_sum(label_lengths)
+        logits = rf.permute(logits, (time, batch_dim, classes))  # time-major once, for the loss and the decoding
+        num_frames = total_length(labels_dim)
+        labels = rf.cast(target, "int32")
         if self.opts["target_collapse_repeated"]:
-            labels, label_lengths = collapse_repeated(labels, label_lengths)
+            labels, labels_dim = rf.collapse_repeated(labels, spatial_dim=labels_dim)
         if self.opts["auto_clip_target_len"]:
-            label_lengths = tf.minimum(label_lengths, logit_lengths)
-        sparse = sparse_labels(labels, label_lengths)
-        loss = tf.nn.ctc_loss(labels=sparse, logits=logits, label_length=None, logit_length=logit_lengths,
-                              logits_time_major=True, blank_index=-1)
-        decoded = self.decode(ctx, logits, logit_lengths)
-        errors = tf.edit_distance(decoded, tf.cast(sparse, tf.int64), normalize=False)
-        return tf.reduce_sum(loss), tf.reduce_sum(errors), num_frames
-
-    def decode(self, ctx, logits, lengths):
-        """The best label sequences (sparse, int64) for time-major logits; blank is the last class."""
-        beam_width = self.opts["beam_width"]
-        if ctx.training or beam_width == 1:
-            decoded, _ = tf.nn.ctc_greedy_decoder(logits, lengths, merge_repeated=True)
-        else:
-            decoded, _ = tf.nn.ctc_beam_search_decoder(logits, lengths, beam_width=beam_width, top_paths=1)
-        return decoded[0]
+            clipped = Dim(None, SPATIAL, f"{labels_dim.description}:clipped")
+            ctx.run.set_size(clipped, rf.minimum(rf.dim_size_tensor(labels_dim), rf.dim_size_tensor(time)))
+            labels, labels_dim = rf.replace_dim(labels, in_dim=labels_dim, out_dim=clipped), clipped
+        loss = rf.ctc_loss(logits=logits, targets=labels, input_spatial_dim=time, targets_spatial_dim=labels_dim,
+                           blank_index=classes.size - 1)
+        beam_width = 1 if ctx.training else self.opts["beam_width"]
+        decoded, decoded_dim = rf.ctc_decode(logits, spatial_dim=time, classes_dim=classes, beam_width=beam_width)
+        errors = rf.edit_distance(decoded, decoded_dim, labels, labels_dim)
+        return rf.reduce_sum(loss, axis=batch_dim), rf.reduce_sum(errors, axis=batch_dim), num_frames
 
 
-def sequence_lengths(ctx, dim):
-    """int32 [B] lengths of `dim` (a static dim: its size for every sequence)."""
-    size = ctx.size(dim)
-    return tf.fill([ctx.batch_size], size) if isinstance(size, int) else size
-
-
-def sparse_labels(labels, lengths):
-    """[B, T'] label sequences cut to their lengths, as a SparseTensor."""
-    indices = tf.where(tf.sequence_mask(lengths, tf.shape(labels)[1]))
-    return tf.SparseTensor(indices, tf.gather_nd(labels, indices), tf.shape(labels, out_type=tf.int64))
-
-
-def collapse_repeated(labels, lengths):
-    """[B, T'] label sequences with runs of the same label merged into one; their new lengths."""
-    valid = tf.sequence_mask(lengths, tf.shape(labels)[1])
-    repeated = tf.concat([tf.zeros_like(labels[:, :1], dtype=tf.bool), tf.equal(labels[:, 1:], labels[:, :-1])],
-                         axis=1)
-    kept = tf.ragged.boolean_mask(labels, tf.logical_and(valid, tf.logical_not(repeated)))
-    return kept.to_tensor(), tf.cast(kept.row_lengths(), tf.int32)
+def total_length(dim: Dim):
+    """The number of frames of `dim` in the batch (a scalar Tensor)."""
+    sizes = rf.dim_size_tensor(dim)
+    if sizes.dims:
+        return rf.reduce_sum(sizes, axis=sizes.dims)
+    return sizes * rf.dim_size_tensor(batch_dim)

@@ -1,4 +1,4 @@
-"""`tf` and the emission helpers that need it (`ops`, `frames` of `netcompiler.emit`), imported on first use,
+"""`tf` and the emission helpers that need it (`ops` of `netcompiler.emit`), imported on first use,
 so that layer modules can hold their emission code without importing TensorFlow when only templates are needed."""
 
 import importlib
@@ -17,4 +17,3 @@ class _LazyModule:
 
 tf = _LazyModule("tensorflow")
 ops = _LazyModule("netcompiler.emit.ops")
-frames = _LazyModule("netcompiler.emit.frames")

@@ -47,8 +47,10 @@ class LossBase:
                                   suggestion=suggestion)
 
     def compute(self, ctx, output, target):  # pragma: no cover - each loss overrides
-        """Returns (loss_sum, error_sum or None, num_frames) as TF scalars."""
-        raise NotImplementedError(f"loss '{self.loss_class}' has no TensorFlow emission yet")
+        """(loss_sum, error_sum or None, num_frames): scalar Tensors computed through the op layer, inside the
+        pass's run (`ctx.run`). `ctx` is the pass's `EmitContext` (`ctx.logits_of(layer)`: the logits a softmax
+        recorded); `output` is the layer's value (a Tensor), `target` the target layer's (None without one)."""
+        raise NotImplementedError(f"loss '{self.loss_class}' has no emission yet")
 
 
 def loss_classes() -> Dict[str, type]:

@@ -40,9 +40,10 @@ def loss_of(model, layer_name, inputs, lengths, training=False):
     """(loss_sum, error_sum or None, num_frames) of one layer's loss, as NumPy."""
     ctx = model.forward(inputs, lengths, training=training)
     layer = next(layer for layer in model.network.all_layers() if layer.name == layer_name)
-    target = ctx.value(layer.target_layer) if layer.target_layer is not None else None
-    loss_sum, error_sum, frames = layer.loss.compute(ctx, ctx.value(layer), target)
-    return float(loss_sum), None if error_sum is None else float(error_sum), float(frames)
+    with ctx.run:
+        target = ctx.value(layer.target_layer) if layer.target_layer is not None else None
+        loss_sum, error_sum, frames = layer.loss.compute(ctx, ctx.value(layer), target)
+    return float(loss_sum.raw), None if error_sum is None else float(error_sum.raw), float(frames.raw)
 
 
 def sequences(x, lengths):
@@ -337,7 +338,7 @@ def test_objective_sums_scaled_losses_normalising_only_where_asked():
             + float(values["norm"].loss_sum) * 0.25
             + float(values["mean"].loss_sum) / float(values["mean"].num_frames))
     ctx = model.forward(inputs, lengths, training=False)
-    np.testing.assert_allclose(float(model.objective(model.losses(ctx))), want, rtol=1e-6)
+    np.testing.assert_allclose(float(model.objective(model.losses(ctx), ctx)), want, rtol=1e-6)
     assert float(values["output"].num_frames) == float(values["reg"].num_frames) == LENGTHS.sum()
 
 
