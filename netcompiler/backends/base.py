@@ -176,6 +176,21 @@ class Backend:
     def cumsum_raw(cls, raw: Any, axis: int, reverse: bool) -> Any:
         raise _missing(cls, "cumsum_raw")
 
+    # --- convolution and pooling -------------------------------------------------------------------
+    @classmethod
+    def conv_raw(cls, raw: Any, filter_raw: Any, *, strides: Sequence[int], dilation_rate: Sequence[int],
+                 padding: str, groups: int) -> Any:
+        """N-D convolution (cross-correlation) of `raw` [N, spatial..., C_in] with `filter_raw`
+        [*window, C_in // groups, C_out] -> [N, spatial'..., C_out]; padding "valid" or "same" (TF's rule); with
+        `groups`, input channels and C_out are split into that many consecutive groups."""
+        raise _missing(cls, "conv_raw")
+
+    @classmethod
+    def pool_raw(cls, raw: Any, mode: str, pool_size: Sequence[int], *, strides: Sequence[int],
+                 dilation_rate: Sequence[int], padding: str) -> Any:
+        """N-D pooling of `raw` [N, spatial..., C]; mode "max" or "avg"; padding "valid" or "same"."""
+        raise _missing(cls, f"pool_raw {mode}")
+
     # --- randomness and training -----------------------------------------------------------------
     @classmethod
     def dropout_raw(cls, raw: Any, rate: float, noise_shape: Optional[Sequence[Any]]) -> Any:

@@ -15,6 +15,7 @@ from .array import (
     squeeze, stack, zeros, zeros_like,
 )
 from .array import one_hot, pack_padded
+from .conv import conv, pool
 from .loops import assert_equal, cond, while_loop, with_dependencies
 from .loss import (
     binary_cross_entropy, collapse_repeated, ctc_decode, ctc_loss, edit_distance, softmax_cross_entropy_with_logits,

@@ -1,12 +1,13 @@
 """`TensorFlowBackend`: the `Backend` interface on TensorFlow, one mixin per family of operations."""
 
 from ..base import Backend
+from .conv import ConvOps
 from .core import CoreOps
 from .losses import LossOps
 from .params import ParamOps
 
 
-class TensorFlowBackend(CoreOps, LossOps, ParamOps, Backend):
+class TensorFlowBackend(CoreOps, ConvOps, LossOps, ParamOps, Backend):
     """Raw tensors are `tf.Tensor`s; runs eagerly or inside `tf.function` (graph)."""
 
     name = "tensorflow"
