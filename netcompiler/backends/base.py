@@ -220,6 +220,11 @@ class Backend:
         """Like tf.scan over axis 0 of the nest `elems`; returns the stacked states."""
         raise _missing(cls, "scan_raw")
 
+    @classmethod
+    def with_dependencies_raw(cls, raw: Any, dependencies: Sequence[Any]) -> Any:
+        """`raw`, computed only after the `dependencies` (update handles; None entries are skipped) ran."""
+        raise _missing(cls, "with_dependencies_raw")
+
     # --- parameters -------------------------------------------------------------------------------------
     @classmethod
     def create_parameter_raw(cls, name: str, shape: Sequence[int], dtype: str, initial_value: Any,
@@ -230,6 +235,12 @@ class Backend:
     def assign_raw(cls, variable: Any, value: Any) -> None:
         """Sets a parameter's value (a NumPy array of its shape)."""
         raise _missing(cls, "assign_raw")
+
+    @classmethod
+    def parameter_assign_raw(cls, param: Any, value: Any, op: str = "assign") -> Any:
+        """Inside a pass: sets the parameter `param` to the raw tensor `value` (op "assign") or adds it ("add");
+        returns a handle of the update for `with_dependencies_raw` (None where it has no handle)."""
+        raise _missing(cls, f"parameter_assign_raw {op}")
 
     @classmethod
     def is_trainable(cls, raw: Any) -> bool:

@@ -26,9 +26,9 @@ from .math import (
     softplus, sqrt, square, stop_gradient, tanh, where,
 )
 from .nn import dropout, random, random_normal, random_uniform
-from .parameters import create_parameter
+from .parameters import create_parameter, parameter_assign
 from .reduce import (
-    REDUCE_MODES, log_softmax, masked_dims, matmul, reduce, reduce_argmax, reduce_max, reduce_mean, reduce_min,
+    REDUCE_MODES, log_softmax, masked_dims, matmul, moments, reduce, reduce_argmax, reduce_max, reduce_mean, reduce_min,
     reduce_sum, softmax,
 )
 from .run_ctx import RunContext, SizeTable, current_run_ctx, get_run_ctx

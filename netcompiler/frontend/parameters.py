@@ -1,10 +1,13 @@
-"""Parameters: Tensors whose raw value is a backend variable, created from a shape and an initializer."""
+"""Parameters: Tensors whose raw value is a backend variable, created from a shape and an initializer;
+`parameter_assign` updates one inside a pass (running statistics)."""
 
 from __future__ import annotations
 
 from typing import Any, Sequence
 
 from ..tensor import Data, Dim, Tensor
+from ._dispatch import backend_for
+from .array import permute
 
 
 def create_parameter(backend, name: str, dims: Sequence[Dim], *, init: Any, dtype: str = "float32",
@@ -15,3 +18,14 @@ def create_parameter(backend, name: str, dims: Sequence[Dim], *, init: Any, dtyp
     value = backend.initial_value_raw(init, shape, dtype, seed, layer or name, option or name)
     raw = backend.create_parameter_raw(name, shape, dtype, value, trainable)
     return Tensor(Data(name, tuple(dims), dtype), raw)
+
+
+def parameter_assign(param: Tensor, value: Tensor, *, op: str = "assign") -> Any:
+    """Inside a pass: sets the parameter `param` to `value` (its dims, any order; op "assign") or adds `value`
+    to it (op "add"). Returns the update for `with_dependencies` (None where it ran at once, in eager mode); reads
+    of `param` made before this call see the old value."""
+    if op not in ("assign", "add"):
+        raise ValueError(f"parameter_assign: op must be 'assign' or 'add', not {op!r}")
+    if value.dtype != param.dtype:
+        raise TypeError(f"parameter_assign: {value.dtype} value for the {param.dtype} parameter {param.name!r}")
+    return backend_for(param).parameter_assign_raw(param.raw, permute(value, param.dims).raw, op)

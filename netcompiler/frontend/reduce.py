@@ -59,7 +59,7 @@ def reduce(x: Tensor, *, mode: str, axis: Union[Dim, Sequence[Dim]], use_mask: b
     pad_dims = masked_dims(x, axes) if use_mask else []
     if mode == "mean" and pad_dims:
         mask = sequence_mask(pad_dims, like=x)
-        total = reduce(masked(x, pad_dims, 0), mode="sum", axis=axes, use_mask=False)
+        total = _masked_sum(x, mask, axes)
         count = _count(cast(mask, x.dtype), x, axes)
         return Tensor(Data(x.name, out_dims, x.dtype, **roles), permute(total / count, out_dims).raw)
     if pad_dims:
@@ -74,13 +74,29 @@ def reduce(x: Tensor, *, mode: str, axis: Union[Dim, Sequence[Dim]], use_mask: b
 def _count(ones: Tensor, x: Tensor, axes):
     """How many valid frames each reduced slice of `x` has: the mask's ones summed over the reduced axes
     (broadcast over the reduced dims the mask lacks)."""
+    from .run_ctx import get_run_ctx
+
     counted = reduce(ones, mode="sum", axis=[d for d in axes if ones.has_dim(d)], use_mask=False)
+    static = 1  # the static lengths multiply in as one constant of the right dtype (no cast op)
     for d in axes:
         if not ones.has_dim(d):
-            from .run_ctx import get_run_ctx
+            value = get_run_ctx().dim_value(d)
+            if isinstance(value, int):
+                static *= value
+            else:
+                counted = counted * cast(_size_scalar(value, x), x.dtype)
+    return counted if static == 1 else counted * float(static)
 
-            counted = counted * cast(_size_scalar(get_run_ctx().dim_value(d), x), x.dtype)
-    return counted
+
+def _masked_sum(x: Tensor, mask: Tensor, axes) -> Tensor:
+    """The sum of `x` over `axes` where `mask` holds: first over the axes the mask lacks, then the partial sums
+    masked (no broadcast of the mask to all of `x`) and summed over the rest."""
+    from .math import where
+
+    inner = [d for d in axes if not mask.has_dim(d)]
+    if inner:
+        x = reduce(x, mode="sum", axis=inner, use_mask=False)
+    return reduce(where(mask, x, 0), mode="sum", axis=[d for d in axes if d not in inner], use_mask=False)
 
 
 def _size_scalar(value, like: Tensor):
@@ -160,3 +176,22 @@ def softmax(x: Tensor, *, axis: Dim, use_mask: bool = True, log: bool = False) -
 
 def log_softmax(x: Tensor, *, axis: Dim, use_mask: bool = True) -> Tensor:
     return softmax(x, axis=axis, use_mask=use_mask, log=True)
+
+
+def moments(x: Tensor, *, axis: Union[Dim, Sequence[Dim]], use_mask: bool = True):
+    """(mean, variance) of `x` over `axis` (the population variance); with `use_mask`, over the valid frames only
+    (padding of the dims `masked_dims` names; one mask for both)."""
+    from .math import combine, stop_gradient
+
+    axes = _as_list(axis)
+    mask = sequence_mask(masked_dims(x, axes), like=x) if use_mask else None
+    if mask is None:
+        mean = reduce(x, mode="mean", axis=axes, use_mask=False)
+    else:
+        count = _count(cast(mask, x.dtype), x, axes)
+        mean = _masked_sum(x, mask, axes) / count
+    # no gradient through the mean here: that of the variance is zero (as in tf.nn.moments)
+    deviation = combine(x, "squared_difference", stop_gradient(mean))
+    if mask is None:
+        return mean, reduce(deviation, mode="mean", axis=axes, use_mask=False)
+    return mean, _masked_sum(deviation, mask, axes) / count

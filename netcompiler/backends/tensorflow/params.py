@@ -48,3 +48,9 @@ class ParamOps:
     @classmethod
     def assign_raw(cls, variable, value) -> None:
         variable.assign(value)
+
+    @classmethod
+    def parameter_assign_raw(cls, param, value, op: str = "assign"):
+        # read_value=False: the update op itself (None when eager), not a read after it
+        update = {"assign": param.assign, "add": param.assign_add}[op]
+        return update(value, read_value=False)
