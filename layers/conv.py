@@ -8,21 +8,20 @@ dim, so a strided conv over dynamic time gives a derived dynamic Dim that
 computes its lengths from the input lengths (and stride 1 with "same" padding
 keeps the very same Dim).
 
-Emission: the input is arranged as [B, spatial..., C] (channels last) and every spatial axis is padded
-explicitly, then TF's conv/pool runs with "VALID" padding. "same" pads each axis as TF's "SAME" would for that
-axis alone; over a dynamic axis it does so per sequence, for its own length (each sequence is moved to its
-own left padding, padded frames set to zero), so every sequence gives exactly what it would give computed
-alone -- also with strides, where TF's "SAME" on the padded batch would shift short sequences. Frames that
-padding added never count in a pool: max ignores them, avg divides by the number of real frames in the window
-(as TF's "SAME" does on static axes); a window without any real frame gives 0. "valid" windows of valid output
-frames never reach past a sequence's end, so they need no masking.
+Emission: the op layer's `rf.conv` and `rf.pool`. "same" pads each axis as TF's "SAME" would for that axis
+alone; over a dynamic axis it does so per sequence, for its own length, so every sequence gives exactly what it
+would give computed alone -- also with strides, where TF's "SAME" on the padded batch would shift short
+sequences. An axis whose window is one frame is not padded (no window crosses a sequence's end there). Frames
+that padding added never count in a pool: max ignores them, avg divides by the number of real frames in the
+window (as TF's "SAME" does on static axes); a window without any real frame gives 0. "valid" windows of valid
+output frames never reach past a sequence's end, so they need no masking.
 """
 
 from typing import List, Sequence, Tuple
 
+from netcompiler import frontend as rf
 from netcompiler.errors import DimMismatchError
 from netcompiler.layer_base import NONE_TYPE, LayerBase, Option, ParamSpec
-from netcompiler.lazy_tf import ops, tf
 from netcompiler.tensor import FEATURE, SPATIAL, Data, Dim, conv_out_dim, split_dim
 
 from .activations import activate, check_activation
@@ -80,10 +79,13 @@ class _WindowedLayer(LayerBase):
                              option="dilation_rate")
         return window, strides, dilation, self.padding()
 
-    def spatial_out_dims(self, x: Data, spatial: List[Dim]) -> List[Dim]:
-        """The output dim of each spatial input dim; checks the options against the input.
+    @staticmethod
+    def spatial_dims(x: Data) -> List[Dim]:
+        """The spatial axes of a template: all but the batch and the feature axis, in order."""
+        return [d for d in x.dims if not d.is_batch and d != x.feature_dim]
 
-        Remembers `spatial` as `self.spatial_in` (the axes the emission pads)."""
+    def spatial_out_dims(self, x: Data, spatial: List[Dim]) -> List[Dim]:
+        """The output dim of each spatial input dim in `spatial`; checks the options against the input `x`."""
         window = self.window()
         if len(window) != len(spatial):
             found = ", ".join(x.dim_label(d) for d in spatial) or "none"
@@ -92,7 +94,6 @@ class _WindowedLayer(LayerBase):
                 f"has {len(spatial)} spatial axes ({found})", option=self.window_option, kind=DimMismatchError,
                 suggestion=self.spatial_suggestion)
         window, strides, dilation, padding = self.settings()
-        self.spatial_in = list(spatial)
         out = []
         for dim, size, stride, rate in zip(spatial, window, strides, dilation):
             span = (size - 1) * rate + 1
@@ -103,69 +104,6 @@ class _WindowedLayer(LayerBase):
                                  kind=DimMismatchError, suggestion="use padding 'same' or a smaller window")
             out.append(conv_out_dim(dim, size, stride, rate, padding))
         return out
-
-    # --- emission -------------------------------------------------------------------------------------
-    def channels_last(self, ctx, expand: int = 0, add_feature: bool = False, split=None):
-        """The input as [B, spatial..., C]: the input's spatial axes in order, `expand` new size-1 axes, then
-        the feature axis as a spatial axis with 1 channel (`add_feature`, or when there is no feature axis),
-        or split into (F // split, split channels), or else as the channels."""
-        data, x = self.input_data, ctx.input(self)
-        feature = data.feature_dim
-        spatial = [d for d in data.dims if not d.is_batch and d != feature]
-        x = ops.transpose_to(x, data.dims, [d for d in data.dims if d.is_batch] + spatial +
-                             ([feature] if feature is not None else []))
-        if not data.has_batch:
-            x = x[None]
-        for _ in range(expand):
-            x = tf.expand_dims(x, 1 + len(spatial))
-        if add_feature or feature is None:
-            return x[..., None]
-        if split is not None:
-            shape = ops.shape_list(x)
-            return tf.reshape(x, shape[:-1] + [shape[-1] // split, split])
-        return x
-
-    def pad_spatial(self, ctx, x):
-        """`x` [B, spatial..., C] with each spatial axis padded for the "VALID" op (see the module docstring)."""
-        window, strides, dilation, padding = self.settings()
-        if padding == "valid":
-            return x
-        for axis, (dim, size, stride, rate) in enumerate(zip(self.spatial_in, window, strides, dilation), 1):
-            span = (size - 1) * rate + 1
-            if span == 1 and stride == 1:
-                continue  # a window of one frame needs no padding, and no frame crosses a sequence's end
-            if dim.is_dynamic:
-                x = _same_padded_per_sequence(x, axis, ctx.size(dim), span, stride)
-            else:
-                left, right = _same_padding(dim.size, span, stride)
-                x = tf.pad(x, [[left, right] if a == axis else [0, 0] for a in range(x.shape.rank)])
-        return x
-
-    def from_channels_last(self, y):
-        """The op's [B, spatial..., C] result laid out as the output (without batch if the input has none)."""
-        return y if self.input_data.has_batch else y[0]
-
-
-def _same_padding(size, span: int, stride: int):
-    """(left, right) padding TF's "SAME" uses on an axis of `size` frames (ints or tensors)."""
-    out = -(-size // stride)
-    total = (out - 1) * stride + span - size
-    total = max(total, 0) if isinstance(total, int) else tf.maximum(total, 0)
-    return total // 2, total - total // 2
-
-
-def _same_padded_per_sequence(x, axis: int, lengths, span: int, stride: int):
-    """`x` with the dynamic `axis` laid out as "SAME" padding lays out each sequence alone: sequence b starts
-    after its own left padding; everything outside the sequence is zero. Long enough for every output frame."""
-    left, _ = _same_padding(lengths, span, stride)  # [B]
-    frames = tf.shape(x)[axis]
-    new_frames = (-(-frames // stride) - 1) * stride + span
-    positions = tf.range(new_frames)[None, :] - left[:, None]  # [B, T'] position in the sequence
-    valid = tf.logical_and(positions >= 0, positions < lengths[:, None])
-    x = tf.gather(x, tf.clip_by_value(positions, 0, frames - 1), axis=axis, batch_dims=1)
-    rows, cols = tf.unstack(tf.shape(valid))
-    valid = tf.reshape(valid, [rows if a == 0 else cols if a == axis else 1 for a in range(x.shape.rank)])
-    return tf.where(valid, x, tf.zeros_like(x))
 
 
 def _layout(x: Data, spatial: List[Dim], feature) -> List[Dim]:
@@ -190,8 +128,8 @@ class ConvLayer(_WindowedLayer):
     False). `input_add_feature_dim` and `input_split_feature_dim` together are an error. A "valid" window
     longer than a static input axis is an error (RETURNN would give a size-0 axis). Over a dynamic axis,
     "same" gives each sequence what it would give alone, also with strides (see the module docstring; RETURNN
-    pads the padded batch, which shifts short sequences when the stride is > 1). `groups` > 1 runs TF's grouped
-    convolution (input channels and `n_out` split into consecutive groups).
+    pads the padded batch, which shifts short sequences when the stride is > 1). `groups` > 1 is a grouped
+    convolution (`rf.conv`: input channels and `n_out` split into consecutive groups).
     """
 
     layer_class = "conv"
@@ -222,8 +160,8 @@ class ConvLayer(_WindowedLayer):
         check_activation(self.opts["activation"], self.name)
         x = self.input_data
         check_values(self, x, need_float=True)
-        spatial, self.in_channels = self.conv_input(x)
-        self.check_groups()
+        spatial, in_channels = self.conv_input(x)
+        self.check_groups(in_channels)
         feature = self.new_feature_dim(self.opts["n_out"])
         return Data(self.name, _layout(x, self.spatial_out_dims(x, spatial), feature), x.dtype, feature_dim=feature)
 
@@ -236,8 +174,7 @@ class ConvLayer(_WindowedLayer):
         if add_feature and split is not None:
             raise self.error("set at most one of 'input_add_feature_dim' and 'input_split_feature_dim'",
                              option="input_split_feature_dim")
-        spatial = [d for d in x.dims if not d.is_batch and d != x.feature_dim]
-        spatial += [self.new_dim(1, SPATIAL, f"{self.name}:expand{i}") for i in range(expand)]
+        spatial = self.spatial_dims(x) + self.expanded_dims()
         feature = x.feature_dim
         if add_feature:
             spatial += [feature] if feature is not None else []
@@ -253,37 +190,60 @@ class ConvLayer(_WindowedLayer):
                              f"{feature.size} of the input {x.describe()}", option="input_split_feature_dim")
         return spatial + [split_dim(feature, split, pad=False)], self.new_dim(split, FEATURE, f"{self.name}:in_channel")
 
-    def check_groups(self):
-        groups, n_out, n_in = self.opts["groups"], self.opts["n_out"], self.in_channels.size
+    def check_groups(self, in_channels: Dim):
+        groups, n_out, n_in = self.opts["groups"], self.opts["n_out"], in_channels.size
         if n_out < 1:
             raise self.error(f"'n_out' must be positive, not {n_out}", option="n_out")
         if groups < 1 or n_in % groups or n_out % groups:
             raise self.error(f"'groups' {groups} must be positive and divide both the input channels ({n_in}) "
                              f"and 'n_out' ({n_out})", option="groups")
 
+    def filter_dims(self) -> Tuple[List[Dim], Dim]:
+        """The dims of "W": the window (one Dim per spatial axis) and the input channels per group."""
+        in_channels = self.conv_input(self.input_data)[1]
+        groups = self.opts["groups"]
+        in_dim = in_channels if groups == 1 else self.new_dim(
+            in_channels.size // groups, FEATURE, f"{self.name}:in_channel_per_group")
+        window = [self.new_dim(size, SPATIAL, f"{self.name}:filter{i}") for i, size in enumerate(self.window())]
+        return window, in_dim
+
     def make_params(self):
         out_dim = self.output.feature_dim
-        groups = self.opts["groups"]
-        in_dim = self.in_channels if groups == 1 else self.new_dim(
-            self.in_channels.size // groups, FEATURE, f"{self.name}:in_channel_per_group")
-        window = tuple(self.new_dim(size, SPATIAL, f"{self.name}:filter{i}") for i, size in enumerate(self.window()))
-        params = {"W": ParamSpec(window + (in_dim, out_dim), self.opts["forward_weights_init"])}
+        window, in_dim = self.filter_dims()
+        params = {"W": ParamSpec(tuple(window) + (in_dim, out_dim), self.opts["forward_weights_init"])}
         if self.opts["with_bias"]:
             params["b"] = ParamSpec((out_dim,), self.opts["bias_init"])
         return params
 
-    def emit(self, ctx):
-        opts = self.opts
-        x = self.channels_last(ctx, opts["input_expand_dims"], opts["input_add_feature_dim"],
-                               opts["input_split_feature_dim"])
-        _, strides, dilation, _ = self.settings()
-        y = tf.nn.convolution(self.pad_spatial(ctx, x), ctx.param(self, "W"), strides=strides, padding="VALID",
-                              dilations=dilation)
-        if opts["with_bias"]:
-            y = y + ctx.param(self, "b")
-        if opts["activation"] is not None:
-            y = apply_activation(opts["activation"], y)  # the channels are last: softmax & co. see them
-        return self.from_channels_last(y)
+    def emit(self, inputs):
+        opts, data = self.opts, self.input_data
+        spatial, in_channels = self.conv_input(data)
+        x = self.arranged_input(inputs.x, spatial, in_channels)
+        _, strides, dilation, padding = self.settings()
+        y, _ = rf.conv(x, in_dim=in_channels, out_dim=self.output.feature_dim, in_spatial_dims=spatial,
+                       out_spatial_dims=self.spatial_dims(self.output), filter=inputs.param("W"),
+                       filter_size=self.filter_dims()[0], padding=padding, strides=strides, dilation_rate=dilation,
+                       groups=opts["groups"], bias=inputs.param("b") if opts["with_bias"] else None)
+        return activate(y, opts["activation"])  # the feature dim is the conv's output channels
+
+    def expanded_dims(self) -> List[Dim]:
+        """The size-1 spatial axes that `input_expand_dims` adds."""
+        return [self.new_dim(1, SPATIAL, f"{self.name}:expand{i}") for i in range(self.opts["input_expand_dims"])]
+
+    def arranged_input(self, x: rf.Tensor, spatial: List[Dim], in_channels: Dim) -> rf.Tensor:
+        """The input with the axes `conv_input` adds: the `expanded_dims` right after the input's spatial axes,
+        then the input channel axis of `input_add_feature_dim` (size 1, last) or the split of the feature axis into
+        (F // k, k channels), so that the conv finds the axes in its order (no transpose)."""
+        feature = x.feature_dim
+        original = [d for d in x.dims if not d.is_batch and d != feature]
+        after = 1 + max(x.axis_of(d) for d in original) if original else sum(1 for d in x.dims if d.is_batch)
+        for i, dim in enumerate(self.expanded_dims()):
+            x = rf.expand_dim(x, dim, axis=after + i)
+        if self.opts["input_add_feature_dim"]:
+            return rf.expand_dim(x, in_channels)
+        if self.opts["input_split_feature_dim"] is not None:
+            return rf.split_dims(x, axis=feature, dims=[spatial[-1], in_channels])
+        return x
 
 
 class PoolLayer(_WindowedLayer):
@@ -311,26 +271,13 @@ class PoolLayer(_WindowedLayer):
         _not_supported(self, [("use_channel_first", False)])
         x = self.input_data
         check_values(self, x, need_float=True)
-        spatial = [d for d in x.dims if not d.is_batch and d != x.feature_dim]
-        out = self.spatial_out_dims(x, spatial)
+        out = self.spatial_out_dims(x, self.spatial_dims(x))
         return Data(self.name, _layout(x, out, x.feature_dim), x.dtype, feature_dim=x.feature_dim)
 
-    def emit(self, ctx):
-        x = self.channels_last(ctx)
+    def emit(self, inputs):
+        data = self.input_data
+        spatial = self.spatial_dims(data)
         window, strides, dilation, padding = self.settings()
-
-        def pool(t, mode):
-            return tf.nn.pool(t, window, mode.upper(), strides=strides, padding="VALID", dilations=dilation)
-
-        real = self.pad_spatial(ctx, tf.ones_like(x[..., :1])) if padding == "same" else None  # 1 on real frames
-        x = self.pad_spatial(ctx, x)
-        if real is None:
-            y = pool(x, self.opts["mode"])
-        elif self.opts["mode"] == "avg":
-            y = tf.math.divide_no_nan(pool(x, "avg"), pool(real, "avg"))
-        else:
-            y = pool(tf.where(real > 0, x, tf.cast(float("-inf"), x.dtype)), "max")
-            y = tf.where(pool(real, "max") > 0, y, tf.zeros_like(y))
-        if self.input_data.feature_dim is None:
-            y = y[..., 0]
-        return self.from_channels_last(y)
+        y, _ = rf.pool(inputs.x, mode=self.opts["mode"], pool_size=window, padding=padding, dilation_rate=dilation,
+                       strides=strides, in_spatial_dims=spatial, out_spatial_dims=self.spatial_dims(self.output))
+        return y

@@ -3,13 +3,13 @@
 All three keep the input's template; they differ in their parameters.
 """
 
-from typing import Dict, List, Sequence
+from typing import Dict, List, Optional
 
+from netcompiler import frontend as rf
 from netcompiler.layer_base import NUMBER, LayerBase, Option, ParamSpec
-from netcompiler.lazy_tf import ops, tf
 from netcompiler.tensor import Data, Dim, resolve_dims
 
-from .reduce import check_values, masked_moments, padding_mask
+from .reduce import check_values
 
 _INIT = (str, float, int, dict)
 
@@ -29,27 +29,21 @@ class _NormBase(LayerBase):
     def check_input(self, x: Data) -> None:
         """Further checks of the input by each class."""
 
-    def statistics(self, ctx, x, dims: Sequence[Dim], masked: bool = True):
-        """Mean and variance of `x` (laid out as the input) over `dims`, as size-1 axes there; padded frames
-        do not count if `masked` (see `padding_mask`)."""
-        data = self.input_data
-        mask = padding_mask(ctx, data, x, dims) if masked else None
-        return masked_moments(x, [data.axis_of(d) for d in dims], mask)
+    def param_or_none(self, inputs, name: str) -> Optional[rf.Tensor]:
+        return inputs.param(name) if name in self.params else None
 
-    def broadcast(self, value, dims: Sequence[Dim]):
-        """`value` (laid out as `dims`) reordered and reshaped to broadcast against the input."""
-        return ops.broadcast_to_dims(value, dims, self.input_data.dims)
-
-    def param_value(self, ctx, name: str, dims: Sequence[Dim]):
-        """Parameter `name` (laid out as `dims`) broadcastable to the input; None if the layer has none."""
-        return self.broadcast(ctx.param(self, name), dims) if name in self.params else None
-
-    def normalize(self, ctx, x, axes: Sequence[Dim], param_dims: Sequence[Dim]):
-        """`(x - mean) / sqrt(var + epsilon) * scale + bias`, statistics over `axes` (masked), the params
-        "scale" and "bias" (where the layer has them) laid out as `param_dims`."""
-        mean, variance = self.statistics(ctx, x, axes)
-        return tf.nn.batch_normalization(x, mean, variance, self.param_value(ctx, "bias", param_dims),
-                                         self.param_value(ctx, "scale", param_dims), float(self.opts["epsilon"]))
+    def normalized(self, x: rf.Tensor, mean: rf.Tensor, variance: rf.Tensor, scale: Optional[rf.Tensor],
+                   shift: Optional[rf.Tensor]) -> rf.Tensor:
+        """`(x - mean) / sqrt(variance + epsilon) * scale + shift`, computed as `x * a - b` with the small factors
+        `a = scale / sqrt(variance + epsilon)` and `b = mean * a - shift` (as TF's batch_normalization); the
+        statistics and parameters broadcast against `x` by their dims."""
+        factor = rf.rsqrt(variance + float(self.opts["epsilon"]))
+        if scale is not None:
+            factor = factor * scale
+        offset = mean * factor
+        if shift is not None:
+            offset = offset - shift
+        return x * factor - offset
 
     def static_feature_dim(self, x: Data) -> Dim:
         if x.feature_dim is None or x.feature_dim.size is None:
@@ -75,9 +69,10 @@ class LayerNormLayer(_NormBase):
         feature = self.output.feature_dim
         return {"scale": ParamSpec((feature,), 1.0), "bias": ParamSpec((feature,), 0.0)}
 
-    def emit(self, ctx):
-        feature = [self.input_data.feature_dim]
-        return self.normalize(ctx, ctx.input(self), feature, feature)
+    def emit(self, inputs):
+        x = inputs.x
+        mean, variance = rf.moments(x, axis=x.feature_dim)
+        return self.normalized(x, mean, variance, inputs.param("scale"), inputs.param("bias"))
 
 
 class NormLayer(_NormBase):
@@ -124,10 +119,11 @@ class NormLayer(_NormBase):
             params["bias"] = ParamSpec(shape, 0.0)
         return params
 
-    def emit(self, ctx):
-        data = self.input_data
-        axes = resolve_dims(data, self.opts["axes"], layer=self.name, option="axes")
-        return self.normalize(ctx, ctx.input(self), axes, self.param_dims(data))
+    def emit(self, inputs):
+        axes = resolve_dims(self.input_data, self.opts["axes"], layer=self.name, option="axes")
+        mean, variance = rf.moments(inputs.x, axis=axes)  # over the valid frames
+        return self.normalized(inputs.x, mean, variance, self.param_or_none(inputs, "scale"),
+                               self.param_or_none(inputs, "bias"))
 
 
 class BatchNormLayer(_NormBase):
@@ -186,29 +182,31 @@ class BatchNormLayer(_NormBase):
             params["beta"] = ParamSpec(shape, self.opts["beta_init"])
         return params
 
-    def emit(self, ctx):
-        x, feature = ctx.input(self), self.input_data.feature_dim
-        mean, variance = [self.broadcast(s, [feature]) for s in self.statistics_to_use(ctx, x)]
-        return tf.nn.batch_normalization(x, mean, variance, self.param_value(ctx, "beta", [feature]),
-                                         self.param_value(ctx, "gamma", [feature]), float(self.opts["epsilon"]))
+    def emit(self, inputs):
+        x = inputs.x
+        mean, variance = self.statistics_to_use(inputs, x)
+        return self.normalized(x, mean, variance, self.param_or_none(inputs, "gamma"),
+                               self.param_or_none(inputs, "beta"))
 
-    def statistics_to_use(self, ctx, x):
+    def statistics_to_use(self, inputs, x: rf.Tensor):
         """[mean, variance] ([F] each) to normalise with; updates the running statistics where due."""
         opts = self.opts
         use_sample = float(opts["use_sample"])
-        update = ctx.training or not opts["update_sample_only_in_training"]
-        use_batch = (ctx.training or opts["force_sample"]) and use_sample != 1
-        running = [ctx.param(self, "mean"), ctx.param(self, "variance")]
-        stats = [v.read_value() for v in running]
+        update = inputs.training or not opts["update_sample_only_in_training"]
+        use_batch = (inputs.training or opts["force_sample"]) and use_sample != 1
+        running = [inputs.param("mean"), inputs.param("variance")]
         if not (update or use_batch):
-            return stats
-        others = [d for d in self.input_data.dims if d != self.input_data.feature_dim]
-        batch = [tf.reshape(s, [-1]) for s in self.statistics(ctx, x, others, masked=opts["masked_time"])]
+            return running
+        others = [d for d in x.dims if d != x.feature_dim]
+        batch = rf.moments(x, axis=others, use_mask=opts["masked_time"])
+        stats = running
         if update:
-            for var, old, new in zip(running, stats, batch):
-                var.assign_add((tf.stop_gradient(new) - old) * float(opts["momentum"]))
+            # read the running statistics before the update changes them (they have no gradient anyway)
+            stats = [rf.stop_gradient(v) for v in running]
+            updates = [rf.parameter_assign(var, (rf.stop_gradient(new) - old) * float(opts["momentum"]), op="add")
+                       for var, old, new in zip(running, stats, batch)]
             if not opts["delay_sample_update"]:
-                stats = [v.read_value() for v in running]
+                stats = [rf.with_dependencies(v, updates) for v in running]  # read after the update
         if not use_batch:
             return stats
         return [(1.0 - use_sample) * new + use_sample * old if use_sample else new for old, new in zip(stats, batch)]

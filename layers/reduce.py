@@ -1,10 +1,10 @@
 """Reductions over axes: reduce, reduce_out (maxout and friends), math_norm (p-norm)."""
 
-from typing import List, Sequence
+from typing import List
 
+from netcompiler import frontend as rf
 from netcompiler.errors import closest_match
 from netcompiler.layer_base import NONE_TYPE, NUMBER, LayerBase, Option
-from netcompiler.lazy_tf import ops, tf
 from netcompiler.tensor import FLOAT_DTYPES, SPATIAL, Data, Dim, resolve_dims, split_dim
 
 _AXES_TYPES = (str, int, list, tuple, Dim, NONE_TYPE)
@@ -38,66 +38,12 @@ _MODES = ("sum", "max", "min", "mean", "avg", "logsumexp", "argmax", "argmin")
 _FLOAT_MODES = ("mean", "avg", "logsumexp")
 
 
-# --- emission helpers, shared with the norm layers -------------------------------------------------------
-def padding_mask(ctx, data: Data, x, reduced: Sequence[Dim]):
-    """Bool mask (broadcastable to `x`, laid out as `data`), True where a frame counts in a reduction over
-    `reduced`; None if padding cannot leak in.
-
-    The padded frames of a dynamic dim D vary along D and the batch: reducing over either mixes them in.
-    """
-    mask = None
-    batch_reduced = any(d.is_batch for d in reduced)
-    for dim in data.dynamic_dims:
-        if dim in reduced or (batch_reduced and data.has_batch):
-            valid = ctx.sequence_mask(data, dim, x)
-            mask = valid if mask is None else tf.logical_and(mask, valid)
-    return mask
-
-
-def extreme_value(dtype, highest: bool):
-    """+inf/-inf for floats, the largest/smallest value for ints: the neutral element of min/max."""
-    dtype = tf.as_dtype(dtype)
-    if dtype.is_floating:
-        return float("inf") if highest else float("-inf")
-    return dtype.max if highest else dtype.min
-
-
-def masked_moments(x, axes: List[int], mask):
-    """Mean and (population) variance over `axes` (kept as size-1 axes), counting only frames where `mask`."""
-    if mask is None:
-        return tf.nn.moments(x, axes, keepdims=True)
-    weights = tf.cast(mask, x.dtype)
-    return tf.nn.weighted_moments(tf.where(mask, x, tf.zeros_like(x)), axes, weights, keepdims=True)
-
-
-def _masked_mean(x, axes: List[int], mask, keep_dims: bool):
-    total = tf.reduce_sum(tf.where(mask, x, tf.zeros_like(x)), axes, keepdims=keep_dims)
-    count = tf.reduce_sum(tf.cast(tf.broadcast_to(mask, tf.shape(x)), x.dtype), axes, keepdims=keep_dims)
-    return total / count
-
-
-_TF_REDUCE = {"sum": "reduce_sum", "max": "reduce_max", "min": "reduce_min", "mean": "reduce_mean",
-              "logsumexp": "reduce_logsumexp"}
-# what padded frames are set to before reducing: the neutral element of the mode (mean divides by the count)
-_FILL_HIGHEST = {"sum": None, "mean": None, "max": False, "logsumexp": False, "argmax": False, "min": True,
-                 "argmin": True}
-
-
-def reduce_tensor(x, axes: List[int], mode: str, keep_dims: bool, mask=None):
-    """`x` reduced over `axes` with `mode` (sum, max, min, mean, logsumexp, argmax, argmin; argmax/argmin over
-    exactly one axis, giving int32), counting only the frames where the bool `mask` (broadcastable) is True."""
-    if mask is not None and mode == "mean":
-        return _masked_mean(x, axes, mask, keep_dims)
-    if mask is not None:
-        highest = _FILL_HIGHEST[mode]
-        fill = 0 if highest is None else extreme_value(x.dtype, highest)
-        x = tf.where(mask, x, tf.cast(fill, x.dtype))
-    if mode in ("argmax", "argmin"):
-        (axis,) = axes
-        fn = tf.argmax if mode == "argmax" else tf.argmin
-        y = fn(x, axis=axis, output_type=tf.int32)
-        return tf.expand_dims(y, axis) if keep_dims else y
-    return getattr(tf, _TF_REDUCE[mode])(x, axis=axes, keepdims=keep_dims)
+def with_kept_dims(y: rf.Tensor, out: Data) -> rf.Tensor:
+    """`y` with the size-1 axes of the template `out` that it lacks (`keep_dims`) inserted where `out` has them."""
+    for axis, dim in enumerate(out.dims):
+        if not y.has_dim(dim):
+            y = rf.expand_dim(y, dim, axis=min(axis, len(y.dims)))
+    return y
 
 
 class ReduceLayer(LayerBase):
@@ -139,15 +85,15 @@ class ReduceLayer(LayerBase):
                              f"{found} of the input {x.describe()}", option=option)
         return reduced_template(self, x, reduced, self.opts["keep_dims"], dtype="int32", sparse_dim=reduced[0])
 
-    def emit(self, ctx):
-        data = self.batch_moved(self.input_data)
-        x = ops.transpose_to(ctx.input(self), self.input_data.dims, data.dims)
-        reduced = resolve_dims(data, self.axes_option()[1], layer=self.name, option="axes")
+    def emit(self, inputs):
+        option, desc = self.axes_option()
+        reduced = resolve_dims(self.batch_moved(self.input_data), desc, layer=self.name, option=option)
+        x = inputs.x
         if not reduced:
             return x
         mode = "mean" if self.mode() == "avg" else self.mode()
-        mask = padding_mask(ctx, data, x, reduced) if self.opts["use_time_mask"] is not False else None
-        return reduce_tensor(x, [data.axis_of(d) for d in reduced], mode, self.opts["keep_dims"], mask)
+        y = rf.reduce(x, mode=mode, axis=reduced, use_mask=self.opts["use_time_mask"] is not False)
+        return with_kept_dims(y, self.output) if self.opts["keep_dims"] else y
 
     def mode(self) -> str:
         mode = self.opts["mode"].lower()
@@ -202,12 +148,14 @@ class ReduceOutLayer(LayerBase):
                              f"of the input {x.describe()}", option="num_pieces")
         return x.copy_replace_dim(feature, split_dim(feature, pieces, pad=False), name=self.name)
 
-    def emit(self, ctx):
-        x = ctx.input(self)
-        axis, pieces = self.input_data.feature_dim_axis, self.opts["num_pieces"]
-        shape = ops.shape_list(x)
-        x = tf.reshape(x, shape[:axis] + [shape[axis] // pieces, pieces] + shape[axis + 1:])
-        return reduce_tensor(x, [axis + 1], self.opts["mode"], keep_dims=False)
+    def pieces_dim(self) -> Dim:
+        """The axis of the pieces that the feature dim is split into (innermost), reduced away."""
+        return self.new_dim(self.opts["num_pieces"], SPATIAL, f"{self.name}:pieces")
+
+    def emit(self, inputs):
+        x, pieces = inputs.x, self.pieces_dim()
+        x = rf.split_dims(x, axis=x.feature_dim, dims=[self.output.feature_dim, pieces])
+        return rf.reduce(x, mode=self.opts["mode"], axis=pieces)
 
 
 class MathNormLayer(LayerBase):
@@ -233,13 +181,13 @@ class MathNormLayer(LayerBase):
         reduced = resolve_dims(x, self.opts["axes"], layer=self.name, option="axes")
         return reduced_template(self, x, reduced, self.opts["keep_dims"])
 
-    def emit(self, ctx):
-        data, x = self.input_data, ctx.input(self)
-        reduced = resolve_dims(data, self.opts["axes"], layer=self.name, option="axes")
+    def emit(self, inputs):
+        x = inputs.x
+        reduced = resolve_dims(self.input_data, self.opts["axes"], layer=self.name, option="axes")
         p = float(self.opts["p"])
-        powered = tf.square(x) if p == 2 else tf.abs(x) if p == 1 else tf.abs(x) ** p
-        total = reduce_tensor(powered, [data.axis_of(d) for d in reduced], "sum", self.opts["keep_dims"],
-                              padding_mask(ctx, data, powered, reduced))
+        powered = rf.square(x) if p == 2 else abs(x) if p == 1 else abs(x) ** p
+        total = rf.reduce(powered, mode="sum", axis=reduced)  # padded frames count as 0
         # square/sqrt where they fit: TF's graph optimiser rewrites pow(., 2) and pow(., 0.5) into them, and
         # the traced and the eager forward pass must agree bit for bit
-        return tf.sqrt(total) if p == 2 else total if p == 1 else total ** (1.0 / p)
+        norm = rf.sqrt(total) if p == 2 else total if p == 1 else total ** (1.0 / p)
+        return with_kept_dims(norm, self.output) if self.opts["keep_dims"] else norm
