@@ -269,6 +269,12 @@ class Backend:
 
         return contextlib.nullcontext()
 
+    # --- user code ------------------------------------------------------------------------------------------
+    @classmethod
+    def eval_globals_raw(cls) -> dict:
+        """The names that user code written for this framework (a config's `eval` string) gets, e.g. `tf`."""
+        raise _missing(cls, "eval_globals_raw")
+
     # --- checks and losses ------------------------------------------------------------------------------------
     @classmethod
     def assert_equal_raw(cls, a: Any, b: Any, message: str) -> Any:

@@ -212,10 +212,15 @@ def gather(source: Tensor, *, indices: Any, axis: Dim, clip_to_valid: bool = Fal
     return Tensor(Data(source.name, out_dims, source.dtype, sparse_dim=source.sparse_dim, **roles), raw)
 
 
-def range_over_dim(dim: Dim, *, dtype: str = "int32") -> Tensor:
-    """[0, 1, ..., length - 1] along `dim` (its padded length in this run); sparse over `dim`."""
-    backend = backend_for()
-    raw = backend.range_raw(get_run_ctx().dim_value(dim), dtype)
+def range_over_dim(dim: Dim, *, dtype: str = "int32", like: Optional[Tensor] = None) -> Tensor:
+    """[0, 1, ..., length - 1] along `dim` (its padded length in this run, or the length of `like`'s axis `dim`);
+    sparse over `dim`."""
+    backend = backend_for(like)
+    if like is not None and like.has_dim(dim) and dim.size is None:
+        length = backend.get_shape_tuple_raw(like.raw)[like.axis_of(dim)]
+    else:
+        length = get_run_ctx().dim_value(dim)
+    raw = backend.range_raw(length, dtype)
     return Tensor(Data(f"range:{dim.description}", (dim,), dtype, sparse_dim=dim if dtype.startswith("int") else None),
                   raw)
 

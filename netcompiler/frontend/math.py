@@ -63,13 +63,13 @@ def minimum(a: Any, b: Any) -> Any:
     return combine(a, "minimum", b)
 
 
-def where(cond: Any, true_: Any, false_: Any) -> Tensor:
-    """`true_` where `cond`, else `false_`; the dims of all three, broadcast by Dim."""
+def where(cond: Any, true_: Any, false_: Any, *, dim_order: Optional[Sequence[Dim]] = None) -> Tensor:
+    """`true_` where `cond`, else `false_`; the dims of all three, broadcast by Dim (in `dim_order` if given)."""
     backend = backend_for(cond, true_, false_)
     like = true_ if isinstance(true_, Tensor) else false_ if isinstance(false_, Tensor) else None
     true_, false_ = as_tensor(true_, like, backend), as_tensor(false_, like, backend)
     cond = as_tensor(cond, None, backend, dtype="bool")
-    out_dims = _broadcast_dims(true_, false_, cond)
+    out_dims = tuple(dim_order) if dim_order is not None else _broadcast_dims(true_, false_, cond)
     raws = [aligned_raw(t, out_dims, backend) for t in (cond, true_, false_)]
     raw = backend.where_raw(*raws)
     sparse_dim = true_.sparse_dim if true_.sparse_dim == false_.sparse_dim else None

@@ -142,17 +142,22 @@ def matmul(a: Tensor, b: Tensor, *, reduce: Union[Dim, Sequence[Dim]], use_mask:
     b_only = [d for d in b.dims if d not in red and d not in shared]
     a_raw = permute(a, shared + a_only + red).raw
     b_raw = permute(b, shared + red + b_only).raw
-    a_shape = list(backend.get_shape_tuple_raw(a_raw))
-    b_shape = list(backend.get_shape_tuple_raw(b_raw))
     ns, na, nr = len(shared), len(a_only), len(red)
-    s_shape, a_own, r_shape, b_own = a_shape[:ns], a_shape[ns:ns + na], a_shape[ns + na:], b_shape[ns + nr:]
-    a2 = backend.reshape_raw(a_raw, s_shape + [_product(a_own), _product(r_shape)]) \
-        if (na != 1 or nr != 1) else a_raw
-    b2 = backend.reshape_raw(b_raw, s_shape + [_product(r_shape), _product(b_own)]) \
-        if (nr != 1 or len(b_only) != 1) else b_raw
-    raw = backend.matmul_raw(a2, b2)
-    if na != 1 or len(b_only) != 1:
-        raw = backend.reshape_raw(raw, s_shape + a_own + b_own)
+    if nr == 1 and na <= 1 and len(b_only) <= 1:  # at most a size-1 axis to add on each side: no shapes needed
+        a2 = a_raw if na else backend.expand_dims_raw(a_raw, ns)
+        b2 = b_raw if b_only else backend.expand_dims_raw(b_raw, ns + 1)
+        raw = backend.squeeze_raw(backend.matmul_raw(a2, b2), ([] if na else [ns]) + ([] if b_only else [ns + 1]))
+    else:
+        a_shape = list(backend.get_shape_tuple_raw(a_raw))
+        b_shape = list(backend.get_shape_tuple_raw(b_raw))
+        s_shape, a_own, r_shape, b_own = a_shape[:ns], a_shape[ns:ns + na], a_shape[ns + na:], b_shape[ns + nr:]
+        a2 = backend.reshape_raw(a_raw, s_shape + [_product(a_own), _product(r_shape)]) \
+            if (na != 1 or nr != 1) else a_raw
+        b2 = backend.reshape_raw(b_raw, s_shape + [_product(r_shape), _product(b_own)]) \
+            if (nr != 1 or len(b_only) != 1) else b_raw
+        raw = backend.matmul_raw(a2, b2)
+        if na != 1 or len(b_only) != 1:
+            raw = backend.reshape_raw(raw, s_shape + a_own + b_own)
     out_dims = tuple(shared + a_only + b_only)
     roles = {role: next((getattr(t.data, role) for t in (a, b) if getattr(t.data, role) in out_dims), None)
              for role in ("time_dim", "feature_dim")}

@@ -5,9 +5,10 @@ from .conv import ConvOps
 from .core import CoreOps
 from .losses import LossOps
 from .params import ParamOps
+from .user_code import UserCodeOps
 
 
-class TensorFlowBackend(CoreOps, ConvOps, LossOps, ParamOps, Backend):
+class TensorFlowBackend(CoreOps, ConvOps, LossOps, ParamOps, UserCodeOps, Backend):
     """Raw tensors are `tf.Tensor`s; runs eagerly or inside `tf.function` (graph)."""
 
     name = "tensorflow"

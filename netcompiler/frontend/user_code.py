@@ -1,0 +1,69 @@
+"""User code written for one framework (RETURNN configs' `eval` strings: calls like `tf.cast(source(0), ...)`),
+run on the raw values of the backend that runs the network.
+
+Such code is framework-specific by nature: the op layer only hands it the names
+the backend provides (`user_code_globals`), raw values laid out along a list of
+Dims (`raw_for_user_code`), and turns what it returns back into a Tensor
+(`tensor_from_user_code`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Sequence
+
+from ..tensor import Data, Dim, Tensor
+from ._dispatch import backend_for, default_dtype
+
+
+class UserCodeResultError(ValueError):
+    """What user code returned does not fit the template; the message says what it is ("a 2-axis int32 tensor")."""
+
+
+def user_code_globals() -> Dict[str, Any]:
+    """The names the run's backend gives user code (TensorFlow: `tf`)."""
+    return dict(backend_for().eval_globals_raw())
+
+
+def raw_for_user_code(x: Tensor, dims: Sequence[Dim]) -> Any:
+    """The raw value of `x` laid out along `dims` (which hold every dim of `x`): its axes in their order there,
+    and a size-1 axis for each dim of `dims` it lacks, so that values laid out along the same `dims` broadcast
+    against each other positionally."""
+    dims = list(dims)
+    present = [d for d in dims if x.has_dim(d)]
+    if len(present) != len(x.dims):
+        raise ValueError(f"cannot lay out {x.data.describe()} along {dims}: "
+                         f"{[d for d in x.dims if d not in dims]} are not among them")
+    backend = backend_for(x)
+    raw = backend.transpose_raw(x.raw, [x.axis_of(d) for d in present])
+    for axis, dim in enumerate(dims):
+        if not x.has_dim(dim):
+            raw = backend.expand_dims_raw(raw, axis)
+    return raw
+
+
+def tensor_from_user_code(value: Any, template: Data, *, broadcast_like: Sequence[Tensor] = ()) -> Tensor:
+    """What user code returned (a raw tensor, a number or an array) as a Tensor with `template`.
+
+    A UserCodeResultError saying what the value is if its rank or dtype is not the template's.
+    With `broadcast_like`, its axes are broadcast to the lengths that these Tensors have along the template's
+    dims (each dim of the template must be a dim of one of them).
+    """
+    backend = backend_for(*broadcast_like)
+    raw = value if backend.is_raw(value) else backend.convert_to_raw(value, default_dtype(value))
+    rank, dtype = len(backend.get_known_shape_raw(raw)), backend.dtype_name(raw)
+    if rank != len(template.dims) or dtype != template.dtype:
+        raise UserCodeResultError(f"a {rank}-axis {dtype} tensor")
+    if broadcast_like:
+        shapes = {}
+        lengths = []
+        for dim in template.dims:
+            like = [t for t in broadcast_like if t.has_dim(dim)]
+            if not like:
+                raise ValueError(f"none of the values to broadcast like has the dim {dim}")
+            if id(like[0]) not in shapes:
+                shapes[id(like[0])] = backend.get_shape_tuple_raw(like[0].raw)
+            lengths.append(shapes[id(like[0])][like[0].axis_of(dim)])
+        static = all(isinstance(n, int) for n in lengths)
+        if not static or tuple(backend.get_known_shape_raw(raw)) != tuple(lengths):
+            raw = backend.broadcast_to_raw(raw, lengths)
+    return Tensor(template, raw)
