@@ -1,15 +1,14 @@
-"""Layers used to build attention: dot, softmax_over_spatial, stack."""
+"""Layers used to build attention: dot, softmax_over_spatial, stack (through the op layer: `rf.matmul`,
+`rf.softmax`, `rf.stack`)."""
 
-import functools
-import string
-from typing import Dict, List, Optional
+from typing import List, Optional
 
+from netcompiler import frontend as rf
 from netcompiler.errors import DimMismatchError
 from netcompiler.layer_base import NONE_TYPE, NUMBER, LayerBase, Option
-from netcompiler.lazy_tf import ops, tf
 from netcompiler.tensor import FEATURE, FLOAT_DTYPES, INT_DTYPES, SPATIAL, Data, Dim, resolve_dim, resolve_dims
 
-from .elementwise import aligned_dims, broadcast_value, source_value
+from .elementwise import aligned, aligned_dims, fold, in_order_of, source_value
 
 AXES = (str, int, list, tuple, Dim)
 
@@ -31,8 +30,9 @@ class DotLayer(LayerBase):
     features of two different linear layers can be multiplied); the remaining (shared) axes pair up the same
     way, identical Dims first, then the others in order. Batch can be neither reduced nor a var axis. The
     output's dims are the first input's shared axes in its order, then var1's, then var2's.
-    Emission: `tf.einsum`; padded frames of a dynamic reduce axis are set to 0 on both inputs first; `dropout`
-    applies to each input.
+    Emission: the second input's axes take the Dims of the first's they pair with, then `rf.matmul` (a size-1
+    var2 axis is added to the second input before); padded frames of a dynamic reduce axis are set to 0 on both
+    inputs (padding may hold inf, and 0 * inf is NaN); `dropout` applies to each input.
     """
 
     layer_class = "dot"
@@ -79,20 +79,23 @@ class DotLayer(LayerBase):
         partner.update(zip(only_b, only_a))
         return shared, var1, var2, partner
 
-    def emit(self, ctx):
+    def emit(self, inputs):
         src_a, src_b = self.sources
-        a_data, b_data = src_a.output, src_b.output
-        shared, var1, var2, partner = self._plan(a_data, b_data)
-        a, b = source_value(ctx, self, src_a), source_value(ctx, self, src_b)
-        for dim_b, dim_a in partner.items():
-            if dim_a.is_dynamic and dim_a not in shared:  # a reduce axis with padded frames
-                a = ctx.masked(a_data, a, dim_a, 0.0)
-                b = ctx.masked(b_data, b, dim_b, 0.0)
-        letters: Dict[Dim, str] = dict(zip(list(a_data.dims) + var2, string.ascii_letters))
-        spec_b = "".join(letters[partner.get(d, d)] for d in b_data.dims)
-        spec_out = "".join(letters[d] for d in shared + var1 + var2)
-        y = tf.einsum(f"{''.join(letters[d] for d in a_data.dims)},{spec_b}->{spec_out}", a, b)
-        return y if var2 or not self.opts["add_var2_if_empty"] else tf.expand_dims(y, -1)
+        shared, var1, var2, partner = self._plan(src_a.output, src_b.output)
+        a, b = source_value(inputs, self, src_a), source_value(inputs, self, src_b)
+        renames = [(dim_b, dim_a) for dim_b, dim_a in partner.items() if dim_b != dim_a]
+        if any(b.has_dim(dim_a) for _, dim_a in renames):  # crossed static axes: rename through stand-ins
+            stand_ins = [Dim(dim_b.size, dim_b.kind, f"{dim_b.description}:dot") for dim_b, _ in renames]
+            for (dim_b, _), stand_in in zip(renames, stand_ins):
+                b = rf.replace_dim(b, in_dim=dim_b, out_dim=stand_in)
+            renames = [(stand_in, dim_a) for stand_in, (_, dim_a) in zip(stand_ins, renames)]
+        for dim_b, dim_a in renames:
+            b = rf.replace_dim(b, in_dim=dim_b, out_dim=dim_a)
+        reduced = [d for d in a.dims if d not in shared and d not in var1]
+        b = rf.masked(b, [d for d in reduced if d.is_dynamic], 0.0)  # (rf.matmul masks those of a)
+        if not var2 and self.opts["add_var2_if_empty"]:  # a size-1 axis of b: matmul needs no reshapes then
+            b = rf.expand_dim(b, self.output.dims[-1])
+        return rf.matmul(a, b, reduce=reduced)
 
     def _axes(self, data: Data, red_option: str, var_option: str):
         """The reduce and var Dims of one input; they must be disjoint and not batch."""
@@ -132,7 +135,8 @@ class SoftmaxOverSpatialLayer(LayerBase):
     `use_time_mask` (None: mask when the axis is dynamic; True needs a dynamic axis), `log_space` (False:
     True gives log-softmax). Position layers must be ints whose dims are among the input's, without the axis.
     Frames outside the mask get the energy -inf: probability 0 (-inf with `log_space`); as in RETURNN, a row
-    without any valid frame gives NaN.
+    without any valid frame gives NaN. Emission: the masks (lengths, start, window) are joined into one, applied
+    with `rf.where`, then `rf.softmax` (or its log) over the axis.
     """
 
     layer_class = "softmax_over_spatial"
@@ -177,42 +181,42 @@ class SoftmaxOverSpatialLayer(LayerBase):
         if isinstance(size, int) and size <= 0:
             raise self.error(f"'window_size' must be positive, not {size}", option="window_size")
 
-    def emit(self, ctx):
-        x = ctx.input(self)
-        data = self.output
-        axis = self._axis(data)
+    def emit(self, inputs):
+        x = inputs.x
+        axis = self._axis(self.output)
         if self.opts["energy_factor"] is not None:
-            x = x * tf.cast(self.opts["energy_factor"], x.dtype)
-        valid = self._valid_frames(ctx, data, axis, x)
+            x = x * self.opts["energy_factor"]
+        valid = self._valid_frames(inputs, x, axis)
         if valid is not None:
-            x = tf.where(valid, x, tf.constant(float("-inf"), x.dtype))
-        softmax = tf.nn.log_softmax if self.opts["log_space"] else tf.nn.softmax
-        return softmax(x, axis=data.axis_of(axis))
+            x = rf.where(valid, x, float("-inf"), dim_order=x.dims)
+        return rf.softmax(x, axis=axis, use_mask=False, log=self.opts["log_space"])
 
-    def _valid_frames(self, ctx, data: Data, axis: Dim, x):
-        """Bool mask (broadcastable to `x`) of the frames the softmax covers, or None for all of them."""
-        masks = []
+    def _valid_frames(self, inputs, x: rf.Tensor, axis: Dim) -> Optional[rf.Tensor]:
+        """Bool Tensor (dims among `x`'s) of the frames the softmax covers, or None for all of them."""
+        out, masks = self.output, []
         use_time_mask = self.opts["use_time_mask"]
         if use_time_mask or (use_time_mask is None and axis.is_dynamic):
-            masks.append(ctx.sequence_mask(data, axis, x))
-        shape = [1] * data.batch_ndim
-        shape[data.axis_of(axis)] = -1
-        positions = tf.reshape(tf.range(tf.shape(x)[data.axis_of(axis)]), shape)
-        start = self._position(ctx, "start", data)
+            masks.append(rf.sequence_mask([axis], like=x))  # None without padding
+        bounds = []  # (comparison, frame index): the frames the positions must be at
+        start, window_start = self._position(inputs, "start"), self._position(inputs, "window_start")
         if start is not None:
-            masks.append(positions >= start)
-        window_start = self._position(ctx, "window_start", data)
+            bounds.append(("greater_equal", start))
         if window_start is not None:
-            window_end = window_start + self._position(ctx, "window_size", data)
-            masks.append(tf.logical_and(positions >= window_start, positions < window_end))
-        return functools.reduce(tf.logical_and, masks) if masks else None
+            bounds += [("greater_equal", window_start),
+                       ("less", window_start + self._position(inputs, "window_size"))]
+        if bounds:
+            positions = rf.range_over_dim(axis, like=x)
+            masks += [rf.compare(positions, kind, bound, dim_order=in_order_of(out, positions, bound))
+                      for kind, bound in bounds]
+        masks = [m for m in masks if m is not None]
+        return fold(out, "logical_and", masks) if masks else None
 
-    def _position(self, ctx, option: str, data: Data):
-        """The int32 frame index that `option` gives (a constant, or a layer broadcast to `data`), or None."""
+    def _position(self, inputs, option: str):
+        """The frame index that `option` gives: an int, an int32 Tensor (of a layer), or None."""
         value = self.opts[option]
         if isinstance(value, LayerBase):
-            return tf.cast(broadcast_value(ctx.value(value), value.output, data), tf.int32)
-        return None if value is None else tf.constant(value, tf.int32)
+            return rf.cast(inputs.value(value), "int32")
+        return value
 
     def _check_position_layer(self, option: str, x: Data, axis: Dim) -> None:
         layer = self.opts[option]
@@ -225,7 +229,7 @@ class SoftmaxOverSpatialLayer(LayerBase):
 
 
 class StackLayer(LayerBase):
-    """Stacks its inputs along a new static axis of size len(inputs) (`tf.stack`).
+    """Stacks its inputs along a new static axis of size len(inputs) (`rf.stack`).
 
     Options: `axis` (None: the new axis goes right after the last batch or spatial axis, i.e. before a
     trailing feature dim; an int is its position in the output, counting batch, negative from the end).
@@ -264,8 +268,8 @@ class StackLayer(LayerBase):
                              suggestion=f"use an int in [{-(ndim + 1)}, {ndim}]")
         return axis % (ndim + 1)
 
-    def emit(self, ctx):
+    def emit(self, inputs):
         first = self.sources[0].output
-        values = [ops.transpose_to(source_value(ctx, self, src), aligned_dims(src.output, first), first.dims)
-                  for src in self.sources]
-        return tf.stack(values, axis=self._position(first))
+        position = self._position(first)
+        values = [aligned(source_value(inputs, self, src), first) for src in self.sources]
+        return rf.stack(values, out_dim=self.output.dims[position], axis=position)

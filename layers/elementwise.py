@@ -1,16 +1,18 @@
 """Elementwise layers: combine, eval, compare, switch, gating.
 
 Inputs of the elementwise layers are broadcast against each other by Dim
-identity (see `broadcast_templates`).
+identity (see `broadcast_templates`); they compute through the op layer
+(`rf.combine`, `rf.compare`, `rf.where`, `rf.split`).
 """
 
 import builtins
 import functools
 from typing import Any, List, Optional, Sequence, Tuple
 
-from netcompiler.layer_base import NONE_TYPE, LayerBase, Option, ParamSpec
+from netcompiler import frontend as rf
+from netcompiler.emit.context import dropout
 from netcompiler.errors import DimMismatchError
-from netcompiler.lazy_tf import ops, tf
+from netcompiler.layer_base import NONE_TYPE, LayerBase, Option, ParamSpec
 from netcompiler.tensor import DTYPES, FEATURE, FLOAT_DTYPES, Data, Dim, split_dim
 
 from .activations import FEATURE_WISE, activate, check_activation
@@ -94,28 +96,42 @@ def check_activation_on(layer: LayerBase, out: Data, option: str = "activation")
 
 
 # --- emission helpers (shared with attention.py) ------------------------------------------------------------
-def source_value(ctx, layer: LayerBase, src: LayerBase):
-    """The output tensor of `src` as `layer` reads it: with `layer`'s dropout applied (float inputs only)."""
-    x = ctx.value(src)
-    return ctx.dropout(layer, x, src.output) if src.output.dtype in FLOAT_DTYPES else x
+def source_value(inputs, layer: LayerBase, src: LayerBase) -> rf.Tensor:
+    """The output of `src` as `layer` reads it: with `layer`'s dropout applied (float inputs only)."""
+    x = inputs.value(src)
+    return dropout(layer, x) if src.output.dtype in FLOAT_DTYPES else x
 
 
-def broadcast_value(x, data: Data, out: Data):
-    """`x` (laid out as `data`) in `out`'s dim order, with size-1 axes for the dims of `out` it lacks, so that it
-    broadcasts against a tensor laid out as `out` (feature dims aligned as in `broadcast_templates`)."""
-    return ops.broadcast_to_dims(x, aligned_dims(data, out), out.dims)
+def aligned(x: rf.Tensor, out: Data) -> rf.Tensor:
+    """`x` with its feature dim replaced by `out`'s where `aligned_dims` takes them for the same axis."""
+    for mine, theirs in zip(x.dims, aligned_dims(x.data, out)):
+        if mine != theirs:
+            x = rf.replace_dim(x, in_dim=mine, out_dim=theirs)
+    return x
 
 
-def broadcast_sources(ctx, layer: LayerBase, out: Data) -> list:
-    """Every source of `layer` (dropout applied), each ready to broadcast against `out` (see `broadcast_value`)."""
-    return [broadcast_value(source_value(ctx, layer, src), src.output, out) for src in layer.sources]
+def aligned_sources(inputs, layer: LayerBase, out: Data) -> List[rf.Tensor]:
+    """Every source of `layer` (dropout applied), its feature dim aligned with `out`'s (see `aligned`)."""
+    return [aligned(source_value(inputs, layer, src), out) for src in layer.sources]
 
 
-def float_operands(values: list, constant: Any) -> list:
+def in_order_of(out: Data, *values) -> Tuple[Dim, ...]:
+    """The dims of `out` that one of the Tensors among `values` has, in `out`'s order: the dim order of an
+    elementwise result that needs no transpose to become the output."""
+    tensors = [v for v in values if isinstance(v, rf.Tensor)]
+    return tuple(d for d in out.dims if any(t.has_dim(d) for t in tensors))
+
+
+def fold(out: Data, kind: str, values: Sequence[Any]) -> rf.Tensor:
+    """`values` folded left with the op-layer combine `kind`, each step laid out in `out`'s dim order."""
+    return functools.reduce(lambda a, b: rf.combine(a, kind, b, dim_order=in_order_of(out, a, b)), values)
+
+
+def float_operands(values: List[rf.Tensor], constant: Any) -> List[rf.Tensor]:
     """`values` cast to float32 when `constant` is a fractional float and they hold ints (so 2 < 2.5 holds)."""
     fractional = isinstance(constant, float) and not constant.is_integer()
-    if fractional and not values[0].dtype.is_floating and not values[0].dtype.is_bool:
-        return [tf.cast(v, tf.float32) for v in values]
+    if fractional and values[0].dtype not in FLOAT_DTYPES + ("bool",):
+        return [rf.cast(v, "float32") for v in values]
     return values
 
 
@@ -127,17 +143,7 @@ COMBINE_KINDS = {
 }
 
 
-def _binary_ops():
-    """kind -> the TF function folding two broadcastable tensors ("average" folds with add, then scales by 1/n)."""
-    return {
-        "add": tf.add, "sub": tf.subtract, "mul": tf.multiply, "truediv": tf.math.truediv,
-        "floordiv": tf.math.floordiv, "mod": tf.math.floormod, "pow": tf.pow, "maximum": tf.maximum,
-        "minimum": tf.minimum, "squared_difference": tf.math.squared_difference, "average": tf.add,
-        "logical_and": tf.logical_and, "logical_or": tf.logical_or, "logical_xor": tf.math.logical_xor,
-    }
-
-
-# Python builtins an `eval` expression may use (besides `tf`, `source`, `self` and `eval_locals`).
+# Python builtins an `eval` expression may use (besides the backend's names, `source`, `self` and `eval_locals`).
 EVAL_BUILTINS = ("abs", "all", "any", "bool", "dict", "enumerate", "float", "int", "isinstance", "len", "list",
                  "max", "min", "pow", "range", "round", "sum", "tuple", "zip", "True", "False", "None")
 
@@ -151,14 +157,16 @@ class CombineLayer(LayerBase):
     on the feature dim), `eval` (None; for kind "eval" a Python expression over `source(i)`, evaluated at
     emission), `eval_locals` (None), `eval_for_output_loss` (False; not supported).
     All inputs need the same dtype (except for "eval"): float for truediv/average, bool for logical_*.
-    The kinds fold left over the inputs (`((x0 - x1) - x2)`); "average" is their sum divided by their number.
-    The order is: operation, bias, activation; `dropout` applies to each float input.
+    The kinds fold left over the inputs (`((x0 - x1) - x2)`, `rf.combine`); "average" is their sum times
+    1/their number. The order is: operation, bias, activation; `dropout` applies to each float input.
     For "eval", `out_type` may override the output's `dtype`, `sparse` and `dim` (its other keys are checked).
     The expression is compiled when the template is made (a syntax error is a config error) and evaluated at
-    emission with the names `tf`, `source(i)` (the i-th input as a tf.Tensor in the output's dim order, size-1
-    axes where it lacks a dim of the output), `self` (the layer), the `eval_locals` entries and a few safe
-    builtins (`EVAL_BUILTINS`); any failure is an InvalidOptionError for option 'eval'. Its result must have the
-    output's rank and dtype; size-1 axes are broadcast to the output's shape.
+    emission on raw values of the backend that runs (it is framework code, as in RETURNN configs), with the
+    names the backend gives (`rf.user_code_globals`: TensorFlow's `tf`), `source(i)` (the i-th input as a raw
+    tensor in the output's dim order, size-1 axes where it lacks a dim of the output), `self` (the layer), the
+    `eval_locals` entries and a few safe builtins (`EVAL_BUILTINS`); any failure is an InvalidOptionError for
+    option 'eval'. Its result must have the output's rank and dtype; size-1 axes are broadcast to the output's
+    shape.
     """
 
     layer_class = "combine"
@@ -260,52 +268,47 @@ class CombineLayer(LayerBase):
             return {}
         return {"b": ParamSpec((self.output.feature_dim,), "zeros")}
 
-    def emit(self, ctx):
+    def emit(self, inputs):
         kind = self.opts["kind"]
+        out = self.output
         if kind == "eval":
-            y = self._emit_eval(ctx)
+            y = self._emit_eval(inputs)
         else:
-            values = broadcast_sources(ctx, self, self.output)
-            y = functools.reduce(_binary_ops()[kind], values)
+            y = fold(out, "add" if kind == "average" else kind, aligned_sources(inputs, self, out))
             if kind == "average":  # times the reciprocal: grappler would turn a division into that in graphs only
-                y = y * tf.cast(1.0 / len(values), y.dtype)
+                y = y * (1.0 / len(self.sources))
         if self.opts["with_bias"]:
-            y = ops.add_on_axis(y, ctx.param(self, "b"), self.output.feature_dim_axis)
-        return activate(self.output, y, self.opts["activation"])
+            y = y + inputs.param("b")
+        return activate(y, self.opts["activation"])
 
-    def _emit_eval(self, ctx):
+    def _emit_eval(self, inputs) -> rf.Tensor:
         layout = broadcast_templates(self, source_inputs(self))  # the output before `out_type`
-        values = broadcast_sources(ctx, self, layout)
+        values = aligned_sources(inputs, self, layout)
+        raws = [rf.raw_for_user_code(v, layout.dims) for v in values]
 
         def source(i, auto_convert=True, enforce_batch_major=False):
             """The i-th input; `auto_convert` and `enforce_batch_major` are accepted for RETURNN configs and change
             nothing (the layout is always the output's)."""
-            if not -len(values) <= i < len(values):
-                raise IndexError(f"source({i}): the layer has {len(values)} input(s)")
-            return values[i]
+            if not -len(raws) <= i < len(raws):
+                raise IndexError(f"source({i}): the layer has {len(raws)} input(s)")
+            return raws[i]
 
         namespace = {name: getattr(builtins, name) for name in EVAL_BUILTINS}
-        namespace = {"__builtins__": namespace, "tf": tf, "source": source, "self": self,
+        namespace = {"__builtins__": namespace, **rf.user_code_globals(), "source": source, "self": self,
                      **(self.opts["eval_locals"] or {})}
-        expression = self.opts["eval"]
+        expression, out = self.opts["eval"], self.output
+        # out_type gave a new feature dim: the expression makes its size, else size-1 axes take the inputs' lengths
+        like = values if layout.dims == out.dims else ()
         try:
-            y = tf.convert_to_tensor(eval(self._compiled_eval(), namespace))  # noqa: S307 - a config's expression
+            y = eval(self._compiled_eval(), namespace)  # noqa: S307 - a config's expression
+            return rf.tensor_from_user_code(y, out, broadcast_like=like)
+        except rf.UserCodeResultError as exc:
+            raise self.error(f"option 'eval': {expression!r} gives {exc}, but the output is {out.describe()} "
+                             f"{out.dtype}", option="eval",
+                             suggestion="set 'out_type' (e.g. {'dtype': ...}) or cast in the expression") from None
         except Exception as exc:  # any failure of the user's expression is a config error
             raise self.error(f"option 'eval': {expression!r} failed: {type(exc).__name__}: {exc}",
                              option="eval") from None
-        return self._check_eval_result(y, values, layout)
-
-    def _check_eval_result(self, y, values, layout: Data):
-        """`y` broadcast to the output's shape; an InvalidOptionError if its rank or dtype is not the output's."""
-        out = self.output
-        if y.dtype.name != out.dtype or y.shape.rank != out.batch_ndim:
-            raise self.error(f"option 'eval': {self.opts['eval']!r} gives a {y.shape.rank}-axis "
-                             f"{y.dtype.name} tensor, but the output is {out.describe()} {out.dtype}", option="eval",
-                             suggestion="set 'out_type' (e.g. {'dtype': ...}) or cast in the expression")
-        if layout.dims != out.dims:  # out_type gave a new feature dim: the expression makes its size
-            return y
-        shape = functools.reduce(tf.broadcast_dynamic_shape, [tf.shape(v) for v in values], tf.shape(y))
-        return tf.broadcast_to(y, shape)
 
 
 class EvalLayer(CombineLayer):
@@ -348,14 +351,13 @@ class CompareLayer(LayerBase):
         out = broadcast_templates(self, inputs)
         return out.copy(dtype="bool", sparse_dim=None)
 
-    def emit(self, ctx):
-        values = broadcast_sources(ctx, self, self.output)
-        value = self.opts["value"]
+    def emit(self, inputs):
+        out, kind, value = self.output, self.opts["kind"], self.opts["value"]
+        values: List[Any] = aligned_sources(inputs, self, out)
         if value is not None:
-            values = float_operands(values, value)
-            values.append(tf.constant(value, dtype=values[0].dtype))
-        compare = getattr(tf.math, self.opts["kind"])  # tf.math.less & co.
-        return functools.reduce(tf.logical_and, [compare(a, b) for a, b in zip(values, values[1:])])
+            values = float_operands(values, value) + [value]  # the constant takes the inputs' dtype
+        checks = [rf.compare(a, kind, b, dim_order=in_order_of(out, a, b)) for a, b in zip(values, values[1:])]
+        return fold(out, "logical_and", checks)
 
 
 class SwitchLayer(LayerBase):
@@ -393,19 +395,19 @@ class SwitchLayer(LayerBase):
         return out.copy(dtype=dtype, sparse_dim=common_sparse_dim([layer.output for layer in branches])
                         if len(branches) == 2 else None)
 
-    def emit(self, ctx):
+    def emit(self, inputs):
         condition = self.opts["condition"]
         if isinstance(condition, bool):
-            return ctx.value(self.opts["true_from" if condition else "false_from"])
+            return inputs.value(self.opts["true_from" if condition else "false_from"])
         out = self.output
-        mask = broadcast_value(ctx.value(condition), condition.output, out)
-        true, false = (self._branch_value(ctx, self.opts[option]) for option in ("true_from", "false_from"))
-        return tf.where(mask, true, false)
+        mask = aligned(inputs.value(condition), out)
+        true, false = (self._branch_value(inputs, self.opts[option]) for option in ("true_from", "false_from"))
+        return rf.where(mask, true, false, dim_order=out.dims)
 
-    def _branch_value(self, ctx, branch):
+    def _branch_value(self, inputs, branch) -> rf.Tensor:
         if isinstance(branch, LayerBase):
-            return broadcast_value(source_value(ctx, self, branch), branch.output, self.output)
-        return tf.constant(branch, dtype=self.output.dtype)
+            return aligned(source_value(inputs, self, branch), self.output)
+        return rf.convert_to_tensor(branch, dtype=self.output.dtype)
 
     def _static_choice(self, condition: bool) -> Data:
         option = "true_from" if condition else "false_from"
@@ -430,7 +432,7 @@ class GatingLayer(LayerBase):
     feature dim is half the input's (a derived Dim, the same for every gating layer on the same input).
 
     Options: `activation` (required, e.g. "tanh"; None means identity), `gate_activation` ("sigmoid").
-    The first half gets `activation`, the second `gate_activation` (as RETURNN's `tf.split`).
+    The first half gets `activation`, the second `gate_activation` (as in RETURNN; `rf.split`).
     """
 
     layer_class = "gating"
@@ -452,8 +454,8 @@ class GatingLayer(LayerBase):
                              f"split into two halves ({x.describe()})", option="from", kind=DimMismatchError)
         return x.copy_replace_dim(feature, split_dim(feature, 2, pad=False), name=self.name)
 
-    def emit(self, ctx):
-        a, b = tf.split(ctx.input(self), 2, axis=self.input_data.feature_dim_axis)
-        out = self.output
-        return activate(out, a, self.opts["activation"]) * activate(out, b, self.opts["gate_activation"])
+    def emit(self, inputs):
+        x, half = inputs.x, self.output.feature_dim
+        a, b = rf.split(x, axis=x.feature_dim, out_dims=(half, half))
+        return activate(a, self.opts["activation"]) * activate(b, self.opts["gate_activation"])
 
