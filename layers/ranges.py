@@ -1,10 +1,11 @@
 """Lengths and ranges: length, range, range_in_axis, range_from_length."""
 
 import math
+from typing import Optional
 
+from netcompiler import frontend as rf
 from netcompiler.layer_base import NONE_TYPE, NUMBER, LayerBase, Option
-from netcompiler.lazy_tf import tf
-from netcompiler.tensor import FEATURE, INT_DTYPES, SPATIAL, Data, Dim, batch_dim, pad_dim, resolve_dim
+from netcompiler.tensor import FEATURE, INT_DTYPES, SPATIAL, Data, Dim, Tensor, batch_dim, pad_dim, resolve_dim
 
 from .constant import check_dtype
 
@@ -26,10 +27,16 @@ def _range_over(layer: LayerBase, dim: Dim) -> Data:
     return Data(layer.name, (dim,), _int_dtype(layer, layer.opts["dtype"], sparse), sparse_dim=dim if sparse else None)
 
 
-def _arange(layer: LayerBase, limit, start=0, delta=1):
-    """tf.range in the layer's output dtype (computed in int64 or float64, then cast: tf.range knows few dtypes)."""
-    wide = tf.int64 if layer.output.dtype in INT_DTYPES else tf.float64
-    return tf.cast(tf.range(tf.cast(start, wide), tf.cast(limit, wide), tf.cast(delta, wide)), layer.output.dtype)
+def _arange(dim: Dim, dtype: str, start=0, delta=1, like: Optional[Tensor] = None) -> Tensor:
+    """start, start + delta, ... along `dim` (`rf.range_over_dim`, see there for `like`) in `dtype`: made in
+    int32/int64 (exact) or else in int64 or float64 (a backend's range knows few dtypes), then cast."""
+    made = dtype if dtype in ("int32", "int64", "float64") else "int64" if dtype in INT_DTYPES else "float64"
+    values = rf.range_over_dim(dim, dtype=made, like=like)
+    if delta != 1:
+        values = values * delta
+    if start != 0:
+        values = values + start
+    return rf.cast(values, dtype)
 
 
 def _reject_deprecated(layer: LayerBase, *names: str) -> None:
@@ -46,7 +53,7 @@ class LengthLayer(LayerBase):
     Options: `axis` ("T"; any dynamic axis; "B" gives the batch size as a scalar), `add_time_axis`
     (False: adds a time axis '<layer>:time' of size 1 after the batch axis), `dtype` ("int32"),
     `sparse` (False: the lengths as class indices of the dim '<axis>:pad0,1', one longer than the axis).
-    A static axis is an error (its size is a constant).
+    A static axis is an error (its size is a constant). The values are the run's sizes of the axis.
     """
 
     layer_class = "length"
@@ -58,27 +65,35 @@ class LengthLayer(LayerBase):
     }
 
     def make_output(self):
-        self.length_of = resolve_dim(self.input_data, self.opts["axis"], layer=self.name, option="axis")
-        if not self.length_of.is_dynamic:
-            raise self.error(f"option 'axis' {self.opts['axis']!r} is {self.length_of.short_repr()}, which is "
-                             f"static: it has no per-sequence lengths", option="axis",
-                             suggestion=f"use a 'constant' with value {self.length_of.size}")
+        measured = self.measured_dim()
         sparse = self.opts["sparse"]
         dtype = _int_dtype(self, self.opts["dtype"], sparse)
-        if sparse and self.length_of.is_batch:
+        if sparse and measured.is_batch:
             raise self.error("option 'sparse' needs a non-batch axis (the batch size is no class index)",
                              option="sparse")
-        dims = () if self.length_of.is_batch else (batch_dim,)
+        dims = () if measured.is_batch else (batch_dim,)
         roles = {}
         if self.opts["add_time_axis"]:
-            roles["time_dim"] = self.new_dim(1, SPATIAL, f"{self.name}:time")
+            roles["time_dim"] = self._time_dim()
             dims += (roles["time_dim"],)
-        sparse_dim = pad_dim(self.length_of, 0, 1) if sparse else None
+        sparse_dim = pad_dim(measured, 0, 1) if sparse else None
         return Data(self.name, dims, dtype, sparse_dim=sparse_dim, **roles)
 
-    def emit(self, ctx):
-        lengths = tf.cast(ctx.size(self.length_of), self.output.dtype)
-        return tf.expand_dims(lengths, -1) if self.opts["add_time_axis"] else lengths
+    def measured_dim(self) -> Dim:
+        """The dynamic axis of the input whose sizes this layer gives."""
+        dim = resolve_dim(self.input_data, self.opts["axis"], layer=self.name, option="axis")
+        if not dim.is_dynamic:
+            raise self.error(f"option 'axis' {self.opts['axis']!r} is {dim.short_repr()}, which is static: it has "
+                             f"no per-sequence lengths", option="axis",
+                             suggestion=f"use a 'constant' with value {dim.size}")
+        return dim
+
+    def _time_dim(self) -> Dim:
+        return self.new_dim(1, SPATIAL, f"{self.name}:time")
+
+    def emit(self, inputs):
+        lengths = rf.cast(rf.dim_size_tensor(self.measured_dim()), self.output.dtype)
+        return rf.expand_dim(lengths, self._time_dim()) if self.opts["add_time_axis"] else lengths
 
 
 class RangeLayer(LayerBase):
@@ -87,7 +102,8 @@ class RangeLayer(LayerBase):
     Options: `limit` (int or float, required), `start` (0), `delta` (1), `dtype` (None: int32 if all
     three are ints, else float32), `sparse` (False: the values as class indices; needs ints with
     `start` >= 0 and `delta` > 0, the class dim is the range axis if start=0 and delta=1, else
-    '<layer>:sparse' of size `limit`). The output's one axis '<layer>:range' has a static size.
+    '<layer>:sparse' of size `limit`). The output's one axis '<layer>:range' has a static size; its
+    values are start + i * delta (for a float `dtype` computed in float64, then cast).
     """
 
     layer_class = "range"
@@ -115,8 +131,9 @@ class RangeLayer(LayerBase):
         dim = self.new_dim(max(math.ceil(steps), 0), SPATIAL, f"{self.name}:range")
         return Data(self.name, (dim,), dtype, sparse_dim=self._sparse_dim(dim, all_ints))
 
-    def emit(self, ctx):
-        return _arange(self, self.opts["limit"], self.opts["start"], self.opts["delta"])
+    def emit(self, inputs):
+        out = self.output
+        return _arange(out.dims[0], out.dtype, self.opts["start"], self.opts["delta"])
 
     def _sparse_dim(self, dim: Dim, all_ints: bool):
         limit, start, delta = (self.opts[k] for k in ("limit", "start", "delta"))
@@ -152,10 +169,9 @@ class RangeInAxisLayer(LayerBase):
         _reject_deprecated(self, "unbroadcast", "keepdims")
         return _range_over(self, resolve_dim(self.input_data, self.opts["axis"], layer=self.name, option="axis"))
 
-    def emit(self, ctx):
+    def emit(self, inputs):
         dim = self.output.dims[0]
-        size = dim.size if dim.size is not None else tf.shape(ctx.input(self))[self.input_data.axis_of(dim)]
-        return _arange(self, size)
+        return _arange(dim, self.output.dtype, like=inputs.x if dim.is_dynamic else None)
 
 
 class RangeFromLengthLayer(LayerBase):
@@ -164,7 +180,8 @@ class RangeFromLengthLayer(LayerBase):
     If the input is a `length` layer, the output axis is the very axis it measured; otherwise a new
     dynamic dim '<layer>:range' with the input as its sizes. Options: `dtype` ("int32"), `sparse`
     (False: class indices of the output axis). The spec also names `axis`; RETURNN's layer takes
-    none, so netcompiler rejects it if set. The range runs to the largest length.
+    none, so netcompiler rejects it if set. The range runs to the largest length (a new dim gets the
+    input as its sizes in the run).
     """
 
     layer_class = "range_from_length"
@@ -183,12 +200,11 @@ class RangeFromLengthLayer(LayerBase):
                              option="from")
         return _range_over(self, self._length_dim(self.sources[0]))
 
-    def emit(self, ctx):
-        lengths = tf.cast(ctx.value(self.sources[0]), tf.int32)
+    def emit(self, inputs):
         dim = self.output.dims[0]
-        if not isinstance(self.sources[0], LengthLayer):
-            ctx.set_size(dim, lengths)
-        return _arange(self, tf.reduce_max(lengths))
+        if not isinstance(self.sources[0], LengthLayer):  # a length layer's axis has its sizes already
+            inputs.set_size(dim, rf.cast(inputs.value(self.sources[0]), "int32"))
+        return _arange(dim, self.output.dtype)
 
     def _length_dim(self, source: LayerBase) -> Dim:
         x = source.output
@@ -196,7 +212,7 @@ class RangeFromLengthLayer(LayerBase):
             raise self.error(f"'from': the input '{source.name}' {x.describe()} {x.dtype} must hold integer lengths",
                              option="from", suggestion="add a 'cast' layer")
         if isinstance(source, LengthLayer):
-            return source.length_of
+            return source.measured_dim()
         if x.dims != (batch_dim,):
             raise self.error(f"'from': the input '{source.name}' {x.describe()} must be lengths of shape [B]",
                              option="from", suggestion="use a 'length' layer")

@@ -1,12 +1,12 @@
 """Indexing and sequence layers: slice, gather, pad, window, cumsum, seq_len_mask."""
 
 import functools
-from typing import List, Tuple
+from typing import Any, List, Optional, Sequence, Tuple
 
+from netcompiler import frontend as rf
 from netcompiler.layer_base import NONE_TYPE, NUMBER, LayerBase, Option
-from netcompiler.lazy_tf import ops, tf
 from netcompiler.tensor import (
-    INT_DTYPES, SPATIAL, Data, Dim, conv_out_dim, pad_dim, resolve_dim, resolve_dims, slice_dim,
+    INT_DTYPES, SPATIAL, Data, Dim, Tensor, conv_out_dim, pad_dim, resolve_dim, resolve_dims, slice_dim,
 )
 
 AXIS = (str, int, Dim)
@@ -46,41 +46,31 @@ def _check_fill_value(layer: LayerBase, x: Data, option: str) -> None:
                           option=option, suggestion="use an integer value")
 
 
-def _along(values, data: Data, axis: int):
-    """A 1-D tensor (or a scalar) reshaped to lie along `axis` of a tensor laid out as `data`."""
-    if values.shape.rank == 0:
-        return values
-    shape = [1] * data.batch_ndim
-    shape[axis] = -1
-    return tf.reshape(values, shape)
+def _sequence_sizes(run: rf.RunContext, x: Tensor, dim: Dim) -> Optional[Tensor]:
+    """The sizes of `dim` if its sequences end at their own frames of `x` (a Tensor over dims of `x`, e.g. [B]);
+    None if every sequence runs to the end of the axis (a static axis, or no batch axis in `x`)."""
+    if not dim.is_dynamic:
+        return None
+    sizes = run.size(dim)
+    if isinstance(sizes, Tensor) and sizes.dims and all(x.has_dim(d) for d in sizes.dims):
+        return sizes
+    return None
 
 
-def _positions(data: Data, x, dim: Dim):
-    """The frame indices 0, 1, ... along `dim`, broadcastable to `x` (laid out as `data`)."""
-    axis = data.axis_of(dim)
-    return _along(tf.range(tf.shape(x)[axis]), data, axis)
+def _order_in(x: Tensor, *parts: Any) -> List[Dim]:
+    """The dims of the Tensors among `parts`, in the order they have in `x` (which has them all): a result laid out
+    in this order broadcasts against `x` without a transpose."""
+    return [d for d in x.dims if any(isinstance(p, Tensor) and p.has_dim(d) for p in parts)]
 
 
-def _per_sequence(data: Data, values):
-    """Per-sequence int values ([B], or a scalar for all) as int32, broadcastable to a tensor laid out as `data`."""
-    return _along(tf.cast(values, tf.int32), data, data.batch_dim_axis)
+def _compare_in(x: Tensor, a: Any, kind: str, b: Any) -> Tensor:
+    """a KIND b (see `rf.compare`), laid out in the order of `x`'s dims."""
+    return rf.compare(a, kind, b, dim_order=_order_in(x, a, b))
 
 
-def _take_frames(data: Data, x, dim: Dim, indices):
-    """The frames `indices` of `x` along `dim`, clipped into the axis; `indices` is [N] (the same for every
-    sequence) or [B, N] (per sequence). The axis of `dim` becomes N long; the layout stays that of `data`."""
-    axis = data.axis_of(dim)
-    indices = tf.clip_by_value(indices, 0, tf.shape(x)[axis] - 1)
-    if indices.shape.rank == 1:
-        return tf.gather(x, indices, axis=axis)
-    batch = data.batch_dim_axis
-    y = tf.gather(ops.move_axis(x, batch, 0), indices, axis=axis + int(axis < batch), batch_dims=1)
-    return ops.move_axis(y, 0, batch)
-
-
-def _is_per_sequence(data: Data, dim: Dim) -> bool:
-    """Whether the frames of `dim` end at each sequence's own length (else at the axis's end)."""
-    return dim.is_dynamic and data.has_batch
+def _all_of(x: Tensor, conditions: Sequence[Tensor]) -> Tensor:
+    """The conditions (bool Tensors over dims of `x`) and-ed, laid out in the order of `x`'s dims."""
+    return functools.reduce(lambda a, b: rf.combine(a, "logical_and", b, dim_order=_order_in(x, a, b)), conditions)
 
 
 class SliceLayer(LayerBase):
@@ -89,6 +79,8 @@ class SliceLayer(LayerBase):
     Options: `axis` (required; not the batch axis), `slice_start`, `slice_end`, `slice_step` (None, as
     in Python; negative start/end count from the end of each sequence). Negative steps are not
     supported by netcompiler yet. `axis_kind` (deprecated in RETURNN) is rejected.
+    A negative start on a dynamic axis gathers each sequence's frames from its own end (`rf.take_frames`);
+    otherwise the slice is one `rf.slice` of the padded tensor (the derived dim's sizes cut off the rest).
     """
 
     layer_class = "slice"
@@ -104,29 +96,33 @@ class SliceLayer(LayerBase):
         if self.opts["axis_kind"] is not None:
             raise self.error("option 'axis_kind' is not supported by netcompiler yet", option="axis_kind",
                              suggestion=f"use 'axis': {self.opts['axis_kind']!r}")
-        x = self.input_data
-        dim = self.axis_dim = _axis_dim(self, x, "axis", "slice")
+        dim, sliced = self._sliced_dims()
+        return self.input_data.copy_replace_dim(dim, sliced, name=self.name)
+
+    def _sliced_dims(self) -> Tuple[Dim, Dim]:
+        """The sliced axis of the input and the Dim it becomes."""
+        dim = _axis_dim(self, self.input_data, "axis", "slice")
         step = self.opts["slice_step"]
         if step is not None and step <= 0:
             raise self.error(f"option 'slice_step' is {step}; only steps > 0 are supported by netcompiler yet",
                              option="slice_step")
-        sliced = slice_dim(dim, self.opts["slice_start"], self.opts["slice_end"], step)
-        return x.copy_replace_dim(dim, sliced, name=self.name)
+        return dim, slice_dim(dim, self.opts["slice_start"], self.opts["slice_end"], step)
 
-    def emit(self, ctx):
-        x, data, dim = ctx.input(self), self.input_data, self.axis_dim
+    def emit(self, inputs):
+        x = inputs.x
+        dim, sliced = self._sliced_dims()
         start, end, step = (self.opts[k] for k in ("slice_start", "slice_end", "slice_step"))
-        if start is not None and start < 0 and _is_per_sequence(data, dim):
-            return self._slice_from_ends(ctx, x, data, start, step or 1)
+        sizes = _sequence_sizes(inputs.run, x, dim) if start is not None and start < 0 else None
+        if sizes is not None:  # each sequence's slice begins -start frames before its own end
+            frames = rf.range_over_dim(sliced)
+            if step not in (None, 1):
+                frames = frames * step
+            indices = rf.maximum(sizes + start, 0) + frames
+            return rf.take_frames(x, indices=indices, axis=dim, clip_to_valid=True)
+        if sliced == dim:
+            return x
         # a start >= 0 is the same frame in every sequence; the end is in the derived dim's sizes
-        return x[(slice(None),) * data.axis_of(dim) + (slice(start, end, step),)]
-
-    def _slice_from_ends(self, ctx, x, data: Data, start: int, step: int):
-        """Each sequence's slice begins `-start` frames before its own end."""
-        first = tf.maximum(ctx.size(self.axis_dim) + start, 0)
-        count = tf.reduce_max(ctx.size(self.output.dims[data.axis_of(self.axis_dim)]))
-        indices = first[:, None] + tf.range(count)[None, :] * step
-        return _take_frames(data, x, self.axis_dim, indices)
+        return rf.slice(x, axis=dim, start=start, end=end, step=step, out_dim=sliced)
 
 
 class GatherLayer(LayerBase):
@@ -137,8 +133,8 @@ class GatherLayer(LayerBase):
     batch axes and the gathered axis is replaced, in place, by the position's other axes: input
     [B, T, F] gathered on T with position [B, N] gives [B, N, F]. Options: `position` (layer name or
     int, required), `axis` (required; not the batch axis).
-    Indices beyond the axis are clipped to its first/last frame (TF on CPU would fail on them, TF on GPU
-    gives zeros), so garbage in the padded frames of `position` is harmless.
+    Indices beyond the axis are clipped to its first/last frame (`rf.gather` with `clip_to_valid`; TF on
+    CPU would fail on them, TF on GPU gives zeros), so garbage in the padded frames of `position` is harmless.
     """
 
     layer_class = "gather"
@@ -149,7 +145,7 @@ class GatherLayer(LayerBase):
 
     def make_output(self):
         x = self.input_data
-        dim = self.axis_dim = _axis_dim(self, x, "axis", "gather from")
+        dim = self._gather_axis()
         position = self.opts["position"]
         if _is_int(position):
             self._check_index(dim, position)
@@ -163,26 +159,16 @@ class GatherLayer(LayerBase):
         axis = x.axis_of(dim)
         return x.copy(name=self.name, dims=x.dims[:axis] + new_axes + x.dims[axis + 1:])
 
-    def emit(self, ctx):
-        x, data, dim = ctx.input(self), self.input_data, self.axis_dim
-        position, axis = self.opts["position"], data.axis_of(dim)
-        if _is_int(position):
-            index = position % dim.size if position < 0 else position
-            return tf.gather(x, tf.minimum(index, tf.shape(x)[axis] - 1), axis=axis)
-        return self._gather_by_layer(x, data, position.output, ctx.value(position))
+    def _gather_axis(self) -> Dim:
+        return _axis_dim(self, self.input_data, "axis", "gather from")
 
-    def _gather_by_layer(self, x, data: Data, positions: Data, indices):
-        """tf.gather with the axes that `data` and `positions` share as its batch_dims."""
-        dim = self.axis_dim
-        shared = [d for d in data.dims if d != dim and positions.has_dim(d)]
-        new_axes = [d for d in positions.dims if d not in shared]
-        rest = [d for d in data.dims if d != dim and d not in shared]
-        size = tf.shape(x)[data.axis_of(dim)]
-        indices = tf.clip_by_value(indices, 0, tf.cast(size - 1, indices.dtype))
-        y = tf.gather(ops.transpose_to(x, data.dims, shared + [dim] + rest),
-                      ops.transpose_to(indices, positions.dims, shared + new_axes),
-                      axis=len(shared), batch_dims=len(shared))
-        return ops.transpose_to(y, shared + new_axes + rest, self.output.dims)
+    def emit(self, inputs):
+        dim, position = self._gather_axis(), self.opts["position"]
+        if _is_int(position):  # a static axis has that index (checked); only a dynamic one may be shorter
+            index = position % dim.size if position < 0 else position
+            return rf.gather(inputs.x, indices=index, axis=dim, clip_to_valid=dim.is_dynamic)
+        # the axes that input and position share are the gather's batch axes
+        return rf.gather(inputs.x, indices=inputs.value(position), axis=dim, clip_to_valid=True)
 
     def _check_index(self, dim: Dim, index: int) -> None:
         if dim.is_dynamic and index < 0:
@@ -202,6 +188,8 @@ class PadLayer(LayerBase):
     On a dynamic axis every sequence is padded on its own: right padding follows each sequence's last
     frame, and reflect/symmetric/replication mirror or repeat the sequence's own frames; where a
     sequence is shorter than the padding, reflect and symmetric reflect again (as NumPy's np.pad does).
+    Emission: `rf.pad` of the padded tensor, then the right padding of each sequence set to `value`
+    (`rf.where`); mirrored and repeated frames are gathered by index (`rf.take_frames`).
     """
 
     layer_class = "pad"
@@ -214,38 +202,44 @@ class PadLayer(LayerBase):
 
     def make_output(self):
         x = self.input_data
-        dims = resolve_dims(x, self.opts["axes"], layer=self.name, option="axes")
-        if not dims:
-            raise self.error(f"option 'axes' {self.opts['axes']!r} names no axis of {x.describe()}", option="axes")
         _check_fill_value(self, x, "value")
         out = x.copy(name=self.name)
-        self.pad_axes = [(dim, left, right) for dim, (left, right) in zip(dims, self._paddings(len(dims)))]
-        for dim, left, right in self.pad_axes:
-            _check_not_batch(self, dim, "axes", "pad")
+        for dim, left, right in self._pad_axes():
             self._check_mode_fits(dim, left, right)
             out = out.copy_replace_dim(dim, pad_dim(dim, left, right))
         return out
 
-    def emit(self, ctx):
-        x, data = ctx.input(self), self.input_data
-        for dim, left, right in self.pad_axes:
-            x = self._pad_axis(ctx, data, x, dim, left, right)
-            data = data.copy_replace_dim(dim, pad_dim(dim, left, right))
+    def _pad_axes(self) -> List[Tuple[Dim, int, int]]:
+        """Each padded axis of the input with its (left, right) padding."""
+        x = self.input_data
+        dims = resolve_dims(x, self.opts["axes"], layer=self.name, option="axes")
+        if not dims:
+            raise self.error(f"option 'axes' {self.opts['axes']!r} names no axis of {x.describe()}", option="axes")
+        pads = [(dim, left, right) for dim, (left, right) in zip(dims, self._paddings(len(dims)))]
+        for dim, _, _ in pads:
+            _check_not_batch(self, dim, "axes", "pad")
+        return pads
+
+    def emit(self, inputs):
+        x = inputs.x
+        for dim, left, right in self._pad_axes():
+            x = self._pad_axis(inputs.run, x, dim, left, right)
         return x
 
-    def _pad_axis(self, ctx, data: Data, x, dim: Dim, left: int, right: int):
-        mode, axis = self.opts["mode"], data.axis_of(dim)
-        per_sequence = _is_per_sequence(data, dim)
-        if mode == "replication" or (per_sequence and mode != "constant"):
-            lengths = ctx.size(dim)[:, None] if per_sequence else tf.shape(x)[axis]
-            offsets = tf.range(tf.shape(x)[axis] + left + right) - left  # relative to the first frame
-            return _take_frames(data, x, dim, _mirrored_frames(mode, offsets, lengths))
-        value = tf.cast(self.opts["value"], x.dtype)
-        paddings = [[0, 0]] * data.batch_ndim
-        paddings[axis] = [left, right]
-        y = tf.pad(x, paddings, mode=mode.upper(), constant_values=value)
-        if per_sequence and right > 0:
-            y = tf.where(_positions(data, y, dim) < _per_sequence(data, ctx.size(dim) + left), y, value)
+    def _pad_axis(self, run: rf.RunContext, x: Tensor, dim: Dim, left: int, right: int) -> Tensor:
+        mode, value, out_dim = self.opts["mode"], self.opts["value"], pad_dim(dim, left, right)
+        sizes = _sequence_sizes(run, x, dim)
+        if mode == "replication" or (sizes is not None and mode != "constant"):
+            offsets = rf.range_over_dim(out_dim)  # relative to the first frame
+            if left:
+                offsets = offsets - left
+            # repeating the axis's own first/last frame is what clipping into the axis does
+            indices = offsets if sizes is None else _mirrored_frames(mode, offsets, sizes)
+            return rf.take_frames(x, indices=indices, axis=dim, clip_to_valid=True)
+        y = rf.pad(x, axes=[dim], padding=[(left, right)], out_dims=[out_dim], mode=mode, value=value)
+        if sizes is not None and right > 0:  # the right padding follows each sequence's own end
+            ends = sizes + left if left else sizes
+            y = rf.where(_compare_in(y, ends, "greater", rf.range_over_dim(out_dim, like=y)), y, value)
         return y
 
     def _paddings(self, count: int) -> List[Tuple[int, int]]:
@@ -277,19 +271,22 @@ class PadLayer(LayerBase):
                              f"can", option="padding")
 
 
-def _mirrored_frames(mode: str, offsets, lengths):
-    """Which frame of a sequence of `lengths` frames each of `offsets` (relative to its first frame; below 0
-    or beyond its end in the padding) shows in mode reflect, symmetric or replication; periodic beyond
-    one reflection, as np.pad."""
+def _mirrored_frames(mode: str, offsets: Tensor, lengths: Tensor) -> Tensor:
+    """Which frame of a sequence of `lengths` frames (e.g. [B]) each of `offsets` ([N]: relative to its first
+    frame; below 0 or beyond its end in the padding) shows in mode reflect, symmetric or replication; periodic
+    beyond one reflection, as np.pad. Laid out as [*lengths.dims, N]."""
     if mode == "replication":
-        return tf.minimum(tf.maximum(offsets, 0), lengths - 1)
+        return rf.minimum(lengths - 1, rf.maximum(offsets, 0))
+    # within a period, the frame is the phase on the way there and (period [- 1]) - phase on the way back,
+    # whichever is smaller
     if mode == "reflect":  # ... 2 1 [0 1 2 ... n-1] n-2 ...
-        period = tf.maximum(2 * (lengths - 1), 1)
-        phase = tf.math.floormod(offsets, period)
-        return tf.where(phase < lengths, phase, period - phase)
-    period = tf.maximum(2 * lengths, 1)  # symmetric: ... 1 0 [0 1 ... n-1] n-1 ...
-    phase = tf.math.floormod(offsets, period)
-    return tf.where(phase < lengths, phase, period - 1 - phase)
+        period = rf.maximum(2 * (lengths - 1), 1)
+        back = period
+    else:  # symmetric: ... 1 0 [0 1 ... n-1] n-1 ...
+        period = rf.maximum(2 * lengths, 1)
+        back = period - 1
+    phase = rf.combine(offsets, "mod", period, dim_order=lengths.dims + offsets.dims)
+    return rf.minimum(phase, back - phase)
 
 
 class WindowLayer(LayerBase):
@@ -300,7 +297,8 @@ class WindowLayer(LayerBase):
     `window_left + window_right == window_size - 1`; only with padding "same"), `axis` ("T"; not the
     batch axis), `padding` ("same": T' = ceil(T / stride), or "valid": T' = ceil((T - W + 1) / stride)),
     `stride` (1). Without `window_left`/`window_right`, window_right = window_size // 2 (as RETURNN).
-    Frames outside a sequence are zeros, as for the sequence alone.
+    Frames outside a sequence are zeros, as for the sequence alone: "same" sets each sequence's padding
+    to zero and pads the axis (`rf.masked`, `rf.pad`) before `rf.window` takes the windows.
     """
 
     layer_class = "window"
@@ -314,8 +312,14 @@ class WindowLayer(LayerBase):
     }
 
     def make_output(self):
-        x = self.input_data
-        dim = self.axis_dim = _axis_dim(self, x, "axis", "window over")
+        dim, windowed, window = self._window_dims()
+        out = self.input_data.copy_replace_dim(dim, windowed, name=self.name)
+        axis = out.axis_of(windowed)
+        return out.copy(dims=out.dims[:axis + 1] + (window,) + out.dims[axis + 1:]).copy_with_batch_first()
+
+    def _window_dims(self) -> Tuple[Dim, Dim, Dim]:
+        """The windowed axis of the input, the Dim it becomes (one frame per window) and the window's Dim."""
+        dim = _axis_dim(self, self.input_data, "axis", "window over")
         size = _int_at_least(self, "window_size", 1)
         stride = _int_at_least(self, "stride", 1)
         padding = self.opts["padding"].lower()
@@ -323,24 +327,19 @@ class WindowLayer(LayerBase):
             raise self.error(f"option 'padding' is {self.opts['padding']!r}, expected 'same' or 'valid'",
                              option="padding")
         self._check_left_right(size, padding)
-        windowed = conv_out_dim(dim, size, stride, 1, padding)
-        out = x.copy_replace_dim(dim, windowed, name=self.name)
-        axis = out.axis_of(windowed)
-        window = self.new_dim(size, SPATIAL, f"{self.name}:window")
-        return out.copy(dims=out.dims[:axis + 1] + (window,) + out.dims[axis + 1:]).copy_with_batch_first()
+        return dim, conv_out_dim(dim, size, stride, 1, padding), self.new_dim(size, SPATIAL, f"{self.name}:window")
 
-    def emit(self, ctx):
-        x, data, dim = ctx.input(self), self.input_data, self.axis_dim
-        axis = data.axis_of(dim)
+    def emit(self, inputs):
+        x = inputs.x
+        dim, windowed, window = self._window_dims()
         if self.opts["padding"].lower() == "same":
-            if _is_per_sequence(data, dim):
-                x = ctx.masked(data, x, dim, 0)
-            paddings = [[0, 0]] * data.batch_ndim
-            paddings[axis] = list(self._left_right())
-            x = tf.pad(x, paddings)
-        y = tf.signal.frame(x, self.opts["window_size"], self.opts["stride"], axis=axis)  # window after axis
-        batch = data.batch_dim_axis
-        return y if batch is None else ops.move_axis(y, batch + int(batch > axis), 0)
+            if _sequence_sizes(inputs.run, x, dim) is not None:
+                x = rf.masked(x, [dim], 0)
+            left, right = self._left_right()
+            if left or right:
+                padded = pad_dim(dim, left, right)
+                x, dim = rf.pad(x, axes=[dim], padding=[(left, right)], out_dims=[padded]), padded
+        return rf.window(x, axis=dim, window_dim=window, out_dim=windowed, stride=self.opts["stride"])
 
     def _left_right(self) -> Tuple[int, int]:
         size, left, right = (self.opts[k] for k in ("window_size", "window_left", "window_right"))
@@ -367,7 +366,8 @@ class CumsumLayer(LayerBase):
 
     Options: `axis` ("T"; not the batch axis), `additional_left_summand_per_element` (None; a number
     added before each element; strings are not supported by netcompiler yet), `reverse` (False:
-    sums from the end). On a dynamic axis each sequence is summed on its own (reverse: from its own end).
+    sums from the end). On a dynamic axis each sequence is summed on its own (reverse: from its own end,
+    its padding set to zero first).
     """
 
     layer_class = "cumsum"
@@ -379,7 +379,7 @@ class CumsumLayer(LayerBase):
 
     def make_output(self):
         x = self.input_data
-        self.axis_dim = _axis_dim(self, x, "axis", "sum over")
+        self._sum_axis()
         if x.dtype in ("bool", "string"):
             raise self.error(f"'from': the input {x.describe()} has dtype {x.dtype}, which cannot be summed",
                              option="from", suggestion="add a 'cast' layer")
@@ -389,14 +389,17 @@ class CumsumLayer(LayerBase):
         _check_fill_value(self, x, "additional_left_summand_per_element")
         return x.copy(name=self.name, sparse_dim=None)
 
-    def emit(self, ctx):
-        x, data, dim = ctx.input(self), self.input_data, self.axis_dim
+    def _sum_axis(self) -> Dim:
+        return _axis_dim(self, self.input_data, "axis", "sum over")
+
+    def emit(self, inputs):
+        x, dim, reverse = inputs.x, self._sum_axis(), self.opts["reverse"]
         summand = self.opts["additional_left_summand_per_element"]
         if summand is not None:
-            x = x + tf.cast(summand, x.dtype)
-        if _is_per_sequence(data, dim):
-            x = ctx.masked(data, x, dim, 0)
-        return tf.cumsum(x, axis=data.axis_of(dim), reverse=self.opts["reverse"])
+            x = x + summand
+        if reverse and _sequence_sizes(inputs.run, x, dim) is not None:  # forward sums never read the padding
+            x = rf.masked(x, [dim], 0)
+        return rf.cumsum(x, axis=dim, reverse=reverse)
 
 
 class SeqLenMaskLayer(LayerBase):
@@ -406,7 +409,7 @@ class SeqLenMaskLayer(LayerBase):
     axis itself; else the lengths of that layer's time axis), `start`, `window_start` (None; layers of
     shape [B], integer: also mask frames before start / outside [window_start, window_start +
     window_size)), `window_size` (None; int or such a layer; given exactly when `window_start` is). A
-    static axis needs one of these.
+    static axis needs one of these. The frames to keep are compared with `rf.range_over_dim` of the axis.
     """
 
     layer_class = "seq_len_mask"
@@ -421,7 +424,7 @@ class SeqLenMaskLayer(LayerBase):
 
     def make_output(self):
         x = self.input_data
-        dim = self.axis_dim = _axis_dim(self, x, "axis", "mask")
+        dim = self._mask_axis()
         _check_fill_value(self, x, "mask_value")
         for option in ("start", "window_start", "window_size"):
             self._check_per_sequence(option)
@@ -443,25 +446,35 @@ class SeqLenMaskLayer(LayerBase):
             raise self.error(f"option '{given[0]}' needs option '{missing}' (the window is [window_start, "
                              f"window_start + window_size))", option=given[0])
 
-    def emit(self, ctx):
-        x, data = ctx.input(self), self.input_data
-        mask = functools.reduce(tf.logical_and, self._conditions(ctx, data, _positions(data, x, self.axis_dim)))
-        return tf.where(mask, x, tf.cast(self.opts["mask_value"], x.dtype))
+    def _mask_axis(self) -> Dim:
+        return _axis_dim(self, self.input_data, "axis", "mask")
 
-    def _conditions(self, ctx, data: Data, pos):
-        """Bool tensors broadcastable to the input, True on the frames to keep."""
+    def emit(self, inputs):
+        x = inputs.x
+        keep = _all_of(x, list(self._conditions(inputs, x)))
+        return rf.where(keep, x, self.opts["mask_value"])
+
+    def _conditions(self, inputs, x: Tensor):
+        """Bool Tensors over dims of `x` (in its order), True on the frames to keep."""
+        dim = self._mask_axis()
+        pos = rf.range_over_dim(dim, like=x)
         source = self.opts["seq_len_source"]
         if source is not None:
-            yield pos < _per_sequence(data, ctx.size(source.output.time_dim))
-        elif self.axis_dim.is_dynamic:
-            yield pos < _per_sequence(data, ctx.size(self.axis_dim))
+            yield _compare_in(x, inputs.run.size(source.output.time_dim), "greater", pos)
+        elif dim.is_dynamic:
+            yield _compare_in(x, inputs.run.size(dim), "greater", pos)
         if self.opts["start"] is not None:
-            yield pos >= _per_sequence(data, ctx.value(self.opts["start"]))
+            yield _compare_in(x, self._per_sequence(inputs, "start"), "less_equal", pos)
         if self.opts["window_start"] is not None:
-            window_start = _per_sequence(data, ctx.value(self.opts["window_start"]))
+            window_start = self._per_sequence(inputs, "window_start")
             size = self.opts["window_size"]
-            size = size if _is_int(size) else _per_sequence(data, ctx.value(size))
-            yield tf.logical_and(pos >= window_start, pos < window_start + size)
+            window_end = window_start + (size if _is_int(size) else self._per_sequence(inputs, "window_size"))
+            yield _compare_in(x, window_start, "less_equal", pos)
+            yield _compare_in(x, window_end, "greater", pos)
+
+    def _per_sequence(self, inputs, option: str) -> Tensor:
+        """The values ([B]) of the layer that option `option` names, as int32 (the frame positions' dtype)."""
+        return rf.cast(inputs.value(self.opts[option]), "int32")
 
     def _check_per_sequence(self, option: str) -> None:
         value = self.opts[option]

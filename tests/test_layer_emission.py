@@ -16,6 +16,7 @@ import tensorflow as tf
 from layer_harness import all_cases, params_as_numpy, random_batch, valid_mask
 from netcompiler import frontend as rf
 from netcompiler.emit.model import CompiledNetwork
+from netcompiler.builtin import is_builtin_module
 from netcompiler.layer_base import registered_layer_classes
 
 CASES = all_cases()
@@ -173,7 +174,8 @@ def test_every_registered_layer_has_a_numeric_case():
     covered = set()
     for case in NUMERIC:
         covered |= layer_classes_in(case.network)
-    missing = sorted(set(registered_layer_classes()) - covered)
+    builtin = {name for name, cls in registered_layer_classes().items() if is_builtin_module(cls.__module__)}
+    missing = sorted(builtin - covered)  # classes that configs of other tests define do not count
     assert not missing, f"layer classes without a NumPy reference case: {missing}"
 
 

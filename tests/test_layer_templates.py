@@ -3,6 +3,7 @@
 import pytest
 
 from layer_harness import all_cases, all_error_cases, layer_classes_in, template_of
+from netcompiler.builtin import is_builtin_module
 from netcompiler.layer_base import registered_layer_classes
 
 CASES = all_cases()
@@ -35,5 +36,6 @@ def test_every_registered_layer_has_template_cases():
     covered = set()
     for case in CASES:
         covered |= layer_classes_in(case.network)
-    missing = sorted(set(registered_layer_classes()) - covered)
+    builtin = {name for name, cls in registered_layer_classes().items() if is_builtin_module(cls.__module__)}
+    missing = sorted(builtin - covered)  # classes that configs of other tests define do not count
     assert not missing, f"layer classes without template cases: {missing}"

@@ -64,7 +64,7 @@ def test_a_loop_body_runs_step_by_step_in_one_graph_loop():
     traced = tf.function(lambda x, c, lengths: run_loop(body, model, time, x, c, lengths), autograph=False)
     h, total = [t.numpy() for t in traced(x, c, lengths)]
 
-    p = {name: var.numpy() for name, var in model.params.items()}
+    p = {name: t.raw.numpy() for name, t in model.param_tensors.items()}
     pre = c @ p["pre/W"] + p["pre/b"]
     want_h, want_total = np.zeros((3, 5), "float32"), np.zeros((3, 5), "float32")
     for b in range(3):

@@ -157,6 +157,12 @@ class Backend:
         """Bool [*lengths.shape, maxlen]: position < length."""
         raise _missing(cls, "sequence_mask_raw")
 
+    @classmethod
+    def frame_raw(cls, raw: Any, size: int, stride: int, axis: int) -> Any:
+        """The windows of `size` frames along `axis`, every `stride` frames, whole ones only (like
+        tf.signal.frame): `axis` becomes the window count and a new axis of `size` follows it."""
+        raise _missing(cls, "frame_raw")
+
     # --- reductions and products ----------------------------------------------------------------------
     @classmethod
     def reduce_raw(cls, raw: Any, mode: str, axes: Sequence[int]) -> Any:

@@ -32,6 +32,7 @@ from .reduce import (
     reduce_sum, softmax,
 )
 from .run_ctx import RunContext, SizeTable, current_run_ctx, get_run_ctx
+from .sequence import take_frames, window
 from .user_code import UserCodeResultError, raw_for_user_code, tensor_from_user_code, user_code_globals
 from .shape import merge_dims_packed
 

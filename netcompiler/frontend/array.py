@@ -185,12 +185,17 @@ def gather(source: Tensor, *, indices: Any, axis: Dim, clip_to_valid: bool = Fal
 
     An int index removes the axis. A Tensor of indices: the dims it shares with `source` (other than `axis`)
     are batch dims; the result has dims: shared, then the indices' other dims, then the source's remaining
-    dims. `clip_to_valid` clips indices into [0, length - 1] of the padded axis.
+    dims. `clip_to_valid` clips indices into [0, length - 1] of the padded axis (an int index too).
     """
     backend = backend_for(source, indices)
     index = source.axis_of(axis)
     if not isinstance(indices, Tensor):
-        raw = backend.gather_raw(source.raw, backend.convert_to_raw(indices, "int32"), index, 0)
+        idx_raw = backend.convert_to_raw(indices, "int32")
+        if clip_to_valid and indices > 0:  # index 0 is the first frame of any axis that has one
+            length = backend.get_shape_tuple_raw(source.raw)[index]
+            idx_raw = backend.convert_to_raw(min(indices, length - 1), "int32") if isinstance(length, int) else \
+                backend.combine_raw(idx_raw, "minimum", backend.combine_raw(length, "sub", 1))
+        raw = backend.gather_raw(source.raw, idx_raw, index, 0)
         return Tensor(source.data.copy_without_dims([axis]), raw)
     shared = [d for d in source.dims if d != axis and indices.has_dim(d)]
     new = [d for d in indices.dims if d not in shared]
@@ -200,16 +205,18 @@ def gather(source: Tensor, *, indices: Any, axis: Dim, clip_to_valid: bool = Fal
     idx_raw = idx.raw
     if clip_to_valid:
         length = backend.get_shape_tuple_raw(src.raw)[len(shared)]
-        high = backend.cast_raw(backend.combine_raw(length, "sub", 1), indices.dtype) if not isinstance(length, int) \
-            else length - 1
-        idx_raw = backend.clip_by_value_raw(idx_raw, backend.convert_to_raw(0, indices.dtype),
-                                            backend.convert_to_raw(high, indices.dtype) if isinstance(high, int)
-                                            else high)
+        idx_raw = clipped_indices_raw(backend, idx_raw, indices.dtype, length)
     raw = backend.gather_raw(src.raw, idx_raw, len(shared), len(shared))
     out_dims = tuple(shared + new + rest)
     roles = {role: (getattr(source.data, role) if getattr(source.data, role) in out_dims else None)
              for role in ("time_dim", "feature_dim")}
     return Tensor(Data(source.name, out_dims, source.dtype, sparse_dim=source.sparse_dim, **roles), raw)
+
+
+def clipped_indices_raw(backend, idx_raw: Any, dtype: str, length: Any) -> Any:
+    """Raw indices of `dtype` clipped into [0, length - 1] (`length`: an int, or a raw scalar of an axis's length)."""
+    high = length - 1 if isinstance(length, int) else backend.cast_raw(backend.combine_raw(length, "sub", 1), dtype)
+    return backend.clip_by_value_raw(idx_raw, backend.convert_to_raw(0, dtype), backend.convert_to_raw(high, dtype))
 
 
 def range_over_dim(dim: Dim, *, dtype: str = "int32", like: Optional[Tensor] = None) -> Tensor:

@@ -71,7 +71,7 @@ class CoreOps:
         known = raw.shape.as_list()
         if all(n is not None for n in known):
             return tuple(known)
-        dynamic = tf.shape(raw)
+        dynamic = tf.unstack(tf.shape(raw), num=len(known))  # one op for all lengths, none left unused
         return tuple(n if n is not None else dynamic[i] for i, n in enumerate(known))
 
     @classmethod
