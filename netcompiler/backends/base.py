@@ -197,6 +197,25 @@ class Backend:
         """N-D pooling of `raw` [N, spatial..., C]; mode "max" or "avg"; padding "valid" or "same"."""
         raise _missing(cls, f"pool_raw {mode}")
 
+    # --- recurrences (time-major; `xw` [T, N, k*n] is x W + b of every frame, in Keras's gate order) ----------
+    @classmethod
+    def lstm_raw(cls, xw: Any, rec_weight: Any, state_h: Any, state_c: Any) -> Tuple[Any, Any]:
+        """An LSTM over axis 0 of `xw` (gate blocks i, f, c, o) with recurrent weights `rec_weight` [n, 4n] from
+        the state (`state_h`, `state_c`) [N, n]: h and the cell of every step, [T, N, n] each."""
+        raise _missing(cls, "lstm_raw")
+
+    @classmethod
+    def gru_raw(cls, xw: Any, rec_weight: Any, state: Any) -> Any:
+        """A GRU over axis 0 of `xw` (gate blocks z, r, h; the reset gate applied to the state before the
+        recurrent matmul) with `rec_weight` [n, 3n] from `state` [N, n]: h of every step, [T, N, n]."""
+        raise _missing(cls, "gru_raw")
+
+    @classmethod
+    def rnn_raw(cls, xw: Any, rec_weight: Any, state: Any, activation: Callable[[Any], Any]) -> Any:
+        """h' = activation(xw[t] + h U) over axis 0 of `xw` [T, N, n] with U = `rec_weight` [n, n] from `state`
+        [N, n]; `activation` maps raw [N, n] to raw [N, n]. h of every step, [T, N, n]."""
+        raise _missing(cls, "rnn_raw")
+
     # --- randomness and training -----------------------------------------------------------------
     @classmethod
     def dropout_raw(cls, raw: Any, rate: float, noise_shape: Optional[Sequence[Any]]) -> Any:

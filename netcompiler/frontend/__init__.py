@@ -31,9 +31,10 @@ from .reduce import (
     REDUCE_MODES, log_softmax, masked_dims, matmul, moments, reduce, reduce_argmax, reduce_max, reduce_mean, reduce_min,
     reduce_sum, softmax,
 )
+from .rec import gru, lstm, rnn
 from .run_ctx import RunContext, SizeTable, current_run_ctx, get_run_ctx
 from .sequence import take_frames, window
-from .user_code import UserCodeResultError, raw_for_user_code, tensor_from_user_code, user_code_globals
 from .shape import merge_dims_packed
+from .user_code import UserCodeResultError, raw_for_user_code, tensor_from_user_code, user_code_globals
 
 Tensor._ops = _math  # the operators of Tensor (a + b, a < b, -a) run through the op layer

@@ -5,11 +5,12 @@ from .conv import ConvOps
 from .core import CoreOps
 from .losses import LossOps
 from .params import ParamOps
+from .recurrent import RecurrentOps
 from .sequence import SequenceOps
 from .user_code import UserCodeOps
 
 
-class TensorFlowBackend(CoreOps, ConvOps, LossOps, ParamOps, SequenceOps, UserCodeOps, Backend):
+class TensorFlowBackend(CoreOps, ConvOps, LossOps, ParamOps, RecurrentOps, SequenceOps, UserCodeOps, Backend):
     """Raw tensors are `tf.Tensor`s; runs eagerly or inside `tf.function` (graph)."""
 
     name = "tensorflow"
