@@ -1,4 +1,4 @@
-"""The recurrent layer `rec` with a built-in unit (LSTM, GRU, simple RNN), each one graph loop (`tf.scan`).
+"""The recurrent layer `rec` with a built-in unit (LSTM, GRU, simple RNN): `rf.lstm`, `rf.gru`, `rf.rnn`.
 
 A `unit` that is a network dict (a loop body run step by step) is not supported
 yet. When it comes, it is a `netcompiler.loop_body.LoopBody` (which resolves
@@ -11,9 +11,9 @@ sees the loop body's "base:" references (`RecLayer.referenced_names`).
 from dataclasses import dataclass
 from typing import Any, Dict, List, Tuple
 
+from netcompiler import frontend as rf
 from netcompiler.errors import MissingOptionError, UnknownOptionError, closest_match
 from netcompiler.layer_base import NONE_TYPE, NUMBER, LayerBase, Option, ParamSpec
-from netcompiler.lazy_tf import ops, tf
 from netcompiler.tensor import FEATURE, Data, Dim, resolve_dim
 
 from .activations import activate, check_activation
@@ -105,14 +105,13 @@ class RecLayer(LayerBase):
     basicrnn (k=1): h[t] = activation(x W + h[t-1] W_re + b).
     Gates use the logistic sigmoid; the state starts at zero.
 
-    Emission: every index of the other frame dims (batch, extra spatial dims) is a sequence of its own,
-    run time-major. Every unit projects all frames with one matmul, then recurs with `tf.scan` (one graph
-    loop, traced once for any length). Frames after a sequence's end are computed on padding but cannot reach
-    earlier frames (direction -1 first moves each sequence's padding behind it), and the output is zeroed
-    there. TF's fused BlockLSTMV2 kernel was
-    measured and not used: on CPU its gradient kernel made a BLSTM train step about 3x slower than this
-    (benchmarks/train_step.py). direction -1 reverses each sequence within its own length, runs forward, and
-    reverses back. The output is zero on padded frames of the iterated dim.
+    Emission, through the op layer (`rf.lstm`, `rf.gru`, `rf.rnn`, netcompiler/frontend/rec.py): every index
+    of the other frame dims (batch, extra spatial dims) is a sequence of its own. Every unit projects all
+    frames with one matmul, then recurs in one backend loop (TensorFlow: one `scan`, traced once for any
+    length; netcompiler/backends/tensorflow/recurrent.py says why not TF's fused LSTM kernel). Frames after
+    a sequence's end are computed on padding but cannot reach earlier frames. direction -1 reverses each
+    sequence within its own length (`rf.reverse_sequence`, which keeps its padding behind it), runs forward,
+    and reverses back. The output is zero on padded frames of the iterated dim.
     """
 
     layer_class = "rec"
@@ -147,7 +146,7 @@ class RecLayer(LayerBase):
         unit = self.opts["unit"]
         if isinstance(unit, dict):
             return self._make_loop_output(unit)
-        self.unit_kind, self.unit_opts = self._resolve_unit(unit)
+        self._resolve_unit(unit)  # checks the unit and its unit_opts (make_params and emit resolve it again)
         self._check_builtin_options()
         return self._builtin_output()
 
@@ -229,8 +228,8 @@ class RecLayer(LayerBase):
     def make_params(self) -> Dict[str, ParamSpec]:
         in_dim = self.projected_in_dim()
         out_dim = self.output.feature_dim
-        n = out_dim.size
-        gates = self.new_dim(self.unit_kind.blocks * n, FEATURE, f"{self.name}:{self.unit_kind.name}-gates")
+        kind, _ = self._resolve_unit(self.opts["unit"])
+        gates = self.new_dim(kind.blocks * out_dim.size, FEATURE, f"{self.name}:{kind.name}-gates")
         forward = self.opts["forward_weights_init"]
         forward = "glorot_uniform" if forward is None else forward
         recurrent = self.opts["recurrent_weights_init"]
@@ -242,120 +241,18 @@ class RecLayer(LayerBase):
         }
 
     # --- emission ---------------------------------------------------------------------
-    def emit(self, ctx):
-        frames = _TimeMajor(self.input_data, self.output.time_dim)
-        x = frames.flatten(ctx.input(self))
-        lengths = frames.lengths(ctx, x)
+    def emit(self, inputs):
+        kind, unit_opts = self._resolve_unit(self.opts["unit"])
+        time, out_dim = self.output.time_dim, self.output.feature_dim
         backward = self.opts["direction"] == -1
-        if backward:
-            x = _reverse_sequences(x, lengths)
-        y = self._run_unit(ctx, x, lengths)
-        if backward:
-            y = _reverse_sequences(y, lengths)
-        return frames.unflatten(_zero_padding(y, lengths), self.output)
-
-    def _run_unit(self, ctx, x, lengths):
-        """The unit over time-major `x` ([T, N, in]; sparse: [T, N]): h of every step, [T, N, n]."""
-        weights, recurrent, bias = (ctx.param(self, name) for name in ("W", "W_re", "b"))
-        sparse = self.input_data.sparse
-        xw = _project(x, sparse, weights, bias)
-        n = recurrent.shape[0]
-        zeros = tf.zeros(tf.stack([tf.shape(xw)[1], n]), xw.dtype)
-        if self.unit_kind is LSTM:
-            xw = _add_forget_bias(xw, n, self.unit_opts["forget_bias"])
-            return tf.scan(_lstm_step(recurrent), xw, initializer=(zeros, zeros))[0]
-        step = _gru_step(recurrent) if self.unit_kind is GRU else _rnn_step(recurrent, self.unit_opts["activation"])
-        return tf.scan(lambda h, xw_t: step(xw_t, h), xw, initializer=zeros)
-
-
-class _TimeMajor:
-    """A tensor laid out as a template, viewed as [T, N, feature] for a recurrence: the iterated dim first,
-    every other frame dim (batch, extra spatial dims) flattened into N independent sequences, the feature
-    dim last (a sparse input has none: [T, N] indices)."""
-
-    def __init__(self, data: Data, time: Dim):
-        self.data = data
-        self.time = time
-        self.others = [d for d in data.dims if d not in (time, data.feature_dim)]
-        self.frame_shape = None  # the run-time sizes of `others`, set by `flatten`
-
-    def flatten(self, x):
-        data = self.data
-        order = [self.time] + self.others + ([data.feature_dim] if data.feature_dim is not None else [])
-        x = ops.transpose_to(x, data.dims, order)
-        shape = tf.shape(x)
-        self.frame_shape = shape[1:1 + len(self.others)]
-        return tf.reshape(x, tf.concat([shape[:1], [-1], shape[1 + len(self.others):]], axis=0))
-
-    def lengths(self, ctx, x):
-        """int32 [N]: each sequence's length (all T if the iterated dim is static)."""
-        sizes = ctx.size(self.time)
-        if isinstance(sizes, int):
-            return tf.fill(tf.shape(x)[1:2], tf.shape(x)[0])
-        per_batch = tf.reshape(sizes, [-1 if d.is_batch else 1 for d in self.others])
-        return tf.reshape(tf.broadcast_to(per_batch, self.frame_shape), [-1])
-
-    def unflatten(self, y, out: Data):
-        """`y` [T, N, n] back to the layout of `out` (whose other dims are the input's)."""
-        y = tf.reshape(y, tf.concat([tf.shape(y)[:1], self.frame_shape, [out.feature_dim.size]], axis=0))
-        order = [self.time] + self.others + [out.feature_dim]
-        return ops.transpose_to(y, order, out.dims)
-
-
-def _valid_frames(lengths, max_len):
-    """Bool [T, N, 1]: True where frame t is within sequence n."""
-    return tf.transpose(tf.sequence_mask(lengths, max_len))[:, :, None]
-
-
-def _zero_padding(y, lengths):
-    return tf.where(_valid_frames(lengths, tf.shape(y)[0]), y, tf.zeros_like(y))
-
-
-def _reverse_sequences(x, lengths):
-    """Each sequence of time-major `x` reversed within its own length (padding stays behind it)."""
-    return tf.reverse_sequence(x, lengths, seq_axis=0, batch_axis=1)
-
-
-def _project(x, sparse, weights, bias):
-    """x W + b for every frame: [T, N, k*n] (a sparse x selects rows of W)."""
-    xw = tf.gather(weights, x) if sparse else tf.tensordot(x, weights, axes=1)
-    return xw + bias
-
-
-def _add_forget_bias(xw, n, forget_bias):
-    """The constant forget-gate bias of some LSTM spellings, added to the f block (gates i, f, c, o)."""
-    if not forget_bias:
-        return xw
-    return xw + tf.constant([0.0] * n + [float(forget_bias)] * n + [0.0] * (2 * n), dtype=xw.dtype)
-
-
-def _lstm_step(recurrent):
-    """One LSTM step on the state (h, cell): i, f, c, o = xw + h U; cell' = sigmoid(f) cell + sigmoid(i) tanh(c);
-    h' = sigmoid(o) tanh(cell')."""
-
-    def step(state, xw):
-        h, cell = state
-        i, f, c, o = tf.split(xw + tf.matmul(h, recurrent), 4, axis=-1)
-        cell = tf.sigmoid(f) * cell + tf.sigmoid(i) * tf.tanh(c)
-        return tf.sigmoid(o) * tf.tanh(cell), cell
-
-    return step
-
-
-def _gru_step(recurrent):
-    """One GRU step (Keras reset_after=False): z, r = sigmoid(xw_zr + h U_zr);
-    h' = z h + (1 - z) tanh(xw_h + (r h) U_h)."""
-    n = recurrent.shape[0]
-    gates_weights, candidate_weights = recurrent[:, :2 * n], recurrent[:, 2 * n:]
-
-    def step(xw, h):
-        gates = tf.sigmoid(xw[:, :2 * n] + tf.matmul(h, gates_weights))
-        update, reset = gates[:, :n], gates[:, n:]
-        candidate = tf.tanh(xw[:, 2 * n:] + tf.matmul(reset * h, candidate_weights))
-        return update * h + (1.0 - update) * candidate
-
-    return step
-
-
-def _rnn_step(recurrent, activation):
-    return lambda xw, h: apply_activation(activation, xw + tf.matmul(h, recurrent))
+        x = rf.reverse_sequence(inputs.x, axis=time) if backward else inputs.x
+        zeros = rf.zeros([out_dim], dtype=self.output.dtype)
+        args = {"ff_weight": inputs.param("W"), "rec_weight": inputs.param("W_re"), "bias": inputs.param("b"),
+                "spatial_dim": time, "in_dim": self.projected_in_dim(), "out_dim": out_dim}
+        if kind is LSTM:
+            y, _ = rf.lstm(x, state_h=zeros, state_c=zeros, forget_bias=unit_opts["forget_bias"], **args)
+        elif kind is GRU:
+            y, _ = rf.gru(x, state=zeros, **args)
+        else:
+            y, _ = rf.rnn(x, state=zeros, activation=lambda h: activate(h, unit_opts["activation"]), **args)
+        return rf.reverse_sequence(y, axis=time) if backward else y
