@@ -1,5 +1,4 @@
-"""`tf` and the emission helpers that need it (`ops` of `netcompiler.emit`), imported on first use,
-so that layer modules can hold their emission code without importing TensorFlow when only templates are needed."""
+"""`tf`, imported on first use, for engine modules whose settings are checked before TensorFlow is needed."""
 
 import importlib
 
@@ -16,4 +15,3 @@ class _LazyModule:
 
 
 tf = _LazyModule("tensorflow")
-ops = _LazyModule("netcompiler.emit.ops")

@@ -1,5 +1,4 @@
-"""TensorFlow emission: turning a built network (templates) into TF ops and variables.
-
-`context.EmitContext` is what a layer's `emit(ctx)` gets; `model.CompiledNetwork`
-owns the variables and runs the forward pass and the losses.
+"""Running a built network on a backend: `model.CompiledNetwork` owns the parameters and runs the forward pass
+and the losses; `context.EmitContext` holds the layers' outputs (Tensors) of one pass, nested networks and loop
+steps included. Layers compute through the op layer (`netcompiler.frontend`), so nothing here names a framework.
 """
