@@ -9,6 +9,7 @@ registered layer class appears in at least one case.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import pkgutil
 from dataclasses import dataclass, field
@@ -155,3 +156,23 @@ def valid_mask(data, dim, sizes, shape):
 
 def params_as_numpy(model):
     return {name: var.numpy() for name, var in model.params.items()}
+
+
+# --- the op layer -----------------------------------------------------------------------------------------
+@contextlib.contextmanager
+def run_context(lengths, backend: str = "tensorflow"):
+    """An active run context of `backend` with batch size len(lengths) and a dynamic time dim (`ctx.time`) of
+    these lengths, for tests of op-layer functions."""
+    import numpy as np
+
+    from netcompiler import frontend as rf
+    from netcompiler.backends import get_backend
+    from netcompiler.tensor import SpatialDim, batch_dim
+
+    ctx = rf.RunContext(get_backend(backend))
+    time = SpatialDim("time")
+    with ctx:
+        ctx.set_size(batch_dim, len(lengths), size_dims=())
+        ctx.set_size(time, np.asarray(lengths, np.int32))
+        ctx.time = time
+        yield ctx

@@ -7,24 +7,19 @@ import sys
 import numpy as np
 import pytest
 
+from layer_harness import run_context
 from netcompiler import frontend as rf
 from netcompiler.backends import get_backend
 from netcompiler.errors import ConfigError
 from netcompiler.tensor import BATCH, Data, Dim, FeatureDim, SpatialDim, Tensor, batch_dim, merge_dims
 
-TF = get_backend("tensorflow")
 LENGTHS = np.array([4, 2, 1], dtype=np.int32)
 
 
 @pytest.fixture
 def run():
     """A run context with batch 3 and a time dim of lengths 4, 2, 1."""
-    ctx = rf.RunContext(TF)
-    time = SpatialDim("time")
-    with ctx:
-        ctx.set_size(batch_dim, 3, size_dims=())
-        ctx.set_size(time, LENGTHS)
-        ctx.time = time
+    with run_context(LENGTHS) as ctx:
         yield ctx
 
 

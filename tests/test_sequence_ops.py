@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from layer_harness import run_context
 from netcompiler import frontend as rf
 from netcompiler.backends import get_backend
 from netcompiler.tensor import FeatureDim, SpatialDim, batch_dim
@@ -13,12 +14,7 @@ TF = get_backend("tensorflow")
 @pytest.fixture
 def run():
     """A run context with batch 2 and a time dim of lengths 3, 1 (padded to 3)."""
-    ctx = rf.RunContext(TF)
-    time = SpatialDim("time")
-    with ctx:
-        ctx.set_size(batch_dim, 2, size_dims=())
-        ctx.set_size(time, np.array([3, 1], np.int32))
-        ctx.time = time
+    with run_context([3, 1]) as ctx:
         yield ctx
 
 
