@@ -208,3 +208,20 @@ def test_op_layer_and_templates_import_no_framework():
             "print([m for m in ('tensorflow', 'torch') if m in sys.modules])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_scan_runs_one_loop_and_freezes_each_sequence_after_its_end(run):
+    feat = FeatureDim("f", 2)
+    values = np.random.RandomState(3).randn(3, 4, 2).astype("float32")
+    x = tensor(values, [batch_dim, run.time, feat])
+    start = rf.zeros([batch_dim, feat])
+    final, states = rf.scan(lambda total, frame: total * 0.5 + frame, xs=x, spatial_dim=run.time, initial=start)
+    assert states.dims == (run.time, batch_dim, feat) and final.dims == (batch_dim, feat)
+    want = np.zeros((3, 2), "float32")
+    for b, n in enumerate(LENGTHS):
+        total = np.zeros(2, "float32")
+        for t in range(n):
+            total = total * 0.5 + values[b, t]
+            np.testing.assert_allclose(states.raw.numpy()[t, b], total, rtol=1e-5)
+        want[b] = total
+    np.testing.assert_allclose(final.raw.numpy(), want, rtol=1e-5)

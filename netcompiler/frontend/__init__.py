@@ -12,11 +12,10 @@ from . import math as _math
 from .array import (
     concat, convert_to_tensor, cumsum, dim_size_tensor, expand_dim, full, gather, masked, merge_dims, ones, pad,
     permute, range_over_dim, replace_dim, reverse_sequence, sequence_mask, shape_of, slice, split, split_dims,
-    squeeze, stack, zeros, zeros_like,
+    one_hot, pack_padded, squeeze, stack, zeros, zeros_like,
 )
-from .array import one_hot, pack_padded
 from .conv import conv, pool
-from .loops import assert_equal, cond, while_loop, with_dependencies
+from .loops import assert_equal, cond, scan, while_loop, with_dependencies
 from .loss import (
     binary_cross_entropy, collapse_repeated, ctc_decode, ctc_loss, edit_distance, softmax_cross_entropy_with_logits,
 )

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from typing import Any, Callable, List, Sequence
 
-from ..tensor import Tensor
+from ..tensor import Dim, Tensor
 from ._dispatch import backend_for
-from .array import permute
+from .array import convert_to_tensor, gather, permute, range_over_dim
+from .math import where
+from .run_ctx import get_run_ctx
 
 
 def _flatten(nest: Any) -> List[Tensor]:
@@ -94,3 +96,54 @@ def with_dependencies(x: Tensor, checks: Sequence[Any]) -> Tensor:
     if not checks:
         return x
     return Tensor(x.data, backend_for(x).with_dependencies_raw(x.raw, checks))
+
+
+def scan(step: Callable[[Any, Any], Any], *, xs: Any, spatial_dim: Dim, initial: Any):
+    """Runs `state = step(state, x)` for each frame `x` of `xs` (a Tensor or nest of Tensors with `spatial_dim`)
+    along `spatial_dim`, as one loop of the backend. Past a sequence's length its state stays unchanged.
+
+    Returns (the final state of each sequence, the states after every frame: each state Tensor with
+    `spatial_dim` in front)."""
+    frames = _flatten(xs)
+    states = _flatten(initial)
+    backend = backend_for(*frames)
+    steps = range_over_dim(spatial_dim)
+    sizes = get_run_ctx().size(spatial_dim)
+    frame_templates = [Tensor(x.data.copy_without_dims([spatial_dim])) for x in frames]
+
+    def raw_step(state_raws, elems):
+        *frame_raws, t = elems
+        state = _pack(initial, _rewrap(states, state_raws))
+        frame = _pack(xs, _rewrap(frame_templates, frame_raws))
+        new = _flatten(step(state, frame))
+        if not isinstance(sizes, int):
+            valid = Tensor(steps.data.copy_without_dims([spatial_dim]), t) < sizes
+            new = [where(valid, after, before) for after, before in zip(new, _rewrap(states, state_raws))]
+        for before, after in zip(states, new):
+            if set(before.dims) != set(after.dims) or before.dtype != after.dtype:
+                raise ValueError(f"scan: the state {before.data.describe()} became {after.data.describe()}")
+        return [_permute_like(after, before).raw for before, after in zip(states, new)]
+
+    elems = [_time_major(x, spatial_dim).raw for x in frames] + [steps.raw]
+    stacked_raws = backend.scan_raw(raw_step, elems, [s.raw for s in states])
+    stacked = [Tensor(s.data.copy(dims=(spatial_dim,) + s.dims, time_dim=spatial_dim), r)
+               for s, r in zip(states, stacked_raws)]
+    last = [gather(s, indices=_last_frame_index(spatial_dim), axis=spatial_dim) for s in stacked]
+    return _pack(initial, last), _pack(initial, stacked)
+
+
+def _time_major(x: Tensor, dim: Dim) -> Tensor:
+    return permute(x, (dim,) + tuple(d for d in x.dims if d != dim))
+
+
+def _permute_like(x: Tensor, like: Tensor) -> Tensor:
+    return permute(x, like.dims)
+
+
+def _last_frame_index(dim: Dim):
+    """The index of the padded axis' last frame (the states there are each sequence's final ones)."""
+    length = get_run_ctx().dim_value(dim)
+    if isinstance(length, int):
+        return max(length - 1, 0)
+    backend = backend_for()
+    return convert_to_tensor(backend.combine_raw(length, "sub", backend.convert_to_raw(1, "int32")), dtype="int32")
