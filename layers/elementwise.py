@@ -143,7 +143,8 @@ COMBINE_KINDS = {
 }
 
 
-# Python builtins an `eval` expression may use (besides the backend's names, `source`, `self` and `eval_locals`).
+# Python builtins an `eval` expression sees by name (besides the backend's names, `source`, `self` and
+# `eval_locals`). This keeps typos from resolving to surprising builtins; it is no sandbox: configs are trusted code.
 EVAL_BUILTINS = ("abs", "all", "any", "bool", "dict", "enumerate", "float", "int", "isinstance", "len", "list",
                  "max", "min", "pow", "range", "round", "sum", "tuple", "zip", "True", "False", "None")
 
@@ -164,8 +165,9 @@ class CombineLayer(LayerBase):
     emission on raw values of the backend that runs (it is framework code, as in RETURNN configs), with the
     names the backend gives (`rf.user_code_globals`: TensorFlow's `tf`), `source(i)` (the i-th input as a raw
     tensor in the output's dim order, size-1 axes where it lacks a dim of the output), `self` (the layer), the
-    `eval_locals` entries and a few safe builtins (`EVAL_BUILTINS`); any failure is an InvalidOptionError for
-    option 'eval'. Its result must have the output's rank and dtype; size-1 axes are broadcast to the output's
+    `eval_locals` entries and a few builtins (`EVAL_BUILTINS`). This is no sandbox (`tf` and `self` reach
+    anything): like the config file itself, the expression is trusted code. Any failure is an InvalidOptionError
+    for option 'eval'. Its result must have the output's rank and dtype; size-1 axes are broadcast to the output's
     shape.
     """
 
