@@ -16,7 +16,8 @@ def layer_record(layer) -> Dict[str, Any]:
     record["from"] = [src.name for src in layer.sources]
     if getattr(layer, "loss", None) is not None:
         record["loss"] = layer.loss.loss_class
-        record["target"] = layer.target_layer.name
+        # a loss without a target (as_is, ...) has none to name
+        record["target"] = layer.target_layer.name if layer.target_layer is not None else None
     return record
 
 
@@ -32,7 +33,9 @@ def format_text(network: Network) -> str:
     for layer in layers:
         line = f"{layer.name:<{name_width}}  {layer.layer_class:<{class_width}}  {layer.output.describe()} {layer.output.dtype}"
         if getattr(layer, "loss", None) is not None:
-            line += f"  loss {layer.loss.loss_class} on {layer.target_layer.name}"
+            line += f"  loss {layer.loss.loss_class}"
+            if layer.target_layer is not None:
+                line += f" on {layer.target_layer.name}"
         lines.append(line)
         for name, spec in layer.params.items():
             shape = ", ".join(str(s) for s in spec.sizes)
