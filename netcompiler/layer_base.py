@@ -108,6 +108,8 @@ COMMON_OPTIONS: Dict[str, Option] = {
     "loss_scale": Option(1.0, NUMBER),
     "loss_opts": Option(None, (dict, NONE_TYPE)),
     "is_output_layer": Option(False, (bool,)),
+    "initial_output": Option(None, (str, int, float, NONE_TYPE),
+                             doc="inside a rec unit dict: what 'prev:' of this layer is at the first step"),
     "trainable": Option(True, (bool,)),
     "dropout": Option(0.0, NUMBER, doc="dropout rate on the (concatenated) input"),
     "dropout_noise_shape": Option(None, (dict, list, tuple, NONE_TYPE)),
