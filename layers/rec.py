@@ -1,11 +1,5 @@
-"""The recurrent layer `rec` with a built-in unit (LSTM, GRU, simple RNN): `rf.lstm`, `rf.gru`, `rf.rnn`.
-
-A `unit` that is a network dict (a loop body run step by step) is not supported
-yet. When it comes, it is a `netcompiler.loop_body.LoopBody` (which resolves
-"prev:x" and ":i", infers until the "prev:" templates settle and says which
-layers depend on the step), built with `layers.subnetwork.build_nested_network`;
-`RecLayer._make_loop_output` is where it slots in, and the build order already
-sees the loop body's "base:" references (`RecLayer.referenced_names`).
+"""The recurrent layer `rec`: a built-in unit (LSTM, GRU, simple RNN: `rf.lstm`, `rf.gru`, `rf.rnn`), or a unit
+that is a network dict, a loop body run step by step (`layers/rec_loop.py`).
 """
 
 from dataclasses import dataclass
@@ -17,6 +11,7 @@ from netcompiler.layer_base import NONE_TYPE, NUMBER, LayerBase, Option, ParamSp
 from netcompiler.tensor import FEATURE, Data, Dim, resolve_dim
 
 from .activations import activate, check_activation
+from .rec_loop import LoopUnit
 from .subnetwork import parent_references
 
 INIT_TYPES = (str, int, float, dict, NONE_TYPE)
@@ -77,12 +72,12 @@ _RESTRICTED = {
 }
 
 
-class RecLayer(LayerBase):
+class RecLayer(LoopUnit, LayerBase):
     """Runs a recurrent unit over the time axis (`axis`) of the input: out[t] = unit(x[t], state[t-1]).
 
     Options: `unit` ("lstm"; also "gru", "basicrnn"/"rnn", and the LSTM spellings "nativelstm",
     "nativelstm2", "lstmblock", "lstmblockfused", "cudnnlstm", "standardlstm", "basiclstm"; any
-    case, a trailing "Cell" allowed; a network dict is not supported yet), `n_out` (required),
+    case, a trailing "Cell" allowed; or a network dict, see below), `n_out` (required for a built-in unit),
     `unit_opts` (None; lstm: "forget_bias" (0.0; 1.0 for "standardlstm"/"basiclstm", added to the
     forget gate at run time); basicrnn: "activation" ("tanh")), `direction` (None or 1: forward,
     -1: backward), `axis` (None: "T"), `initial_state` (None or "zeros"; others not supported yet),
@@ -104,6 +99,28 @@ class RecLayer(LayerBase):
     before the recurrent matmul (Keras `reset_after=False`, TF 1's GRUCell; one bias);
     basicrnn (k=1): h[t] = activation(x W + h[t-1] W_re + b).
     Gates use the logistic sigmoid; the state starts at zero.
+
+    A unit that is a network dict (training and forward mode; no search yet) is a loop body
+    (`netcompiler.loop_body.LoopBody`, layers named "<rec>/<inner>") run once per frame of the dim the
+    loop runs over: the input's iterated axis (`axis`), or with no input ("from": []) the time dim of
+    the target (the rec layer's `target`, else the target of a loss inside the unit). Inside:
+    "data:source" is the input's frame at the step, "data:KEY" the frame of extern data KEY if it has
+    that dim (else the whole of it), "prev:x" is x of the step before (at the first step: zeros, or
+    x's `initial_output`: None/0/"zeros", "ones" or a number; other forms are refused), ":i" the step
+    (int32, 0 first), "base:x" layer x of the network around (computed once, before the loop). The
+    first guess for "prev:x"'s template comes from x's `n_out`/`out_type` (else from its first input);
+    inference repeats until the templates settle. The output is the unit's "output" at every step,
+    stacked: its dims with the loop's dim inserted after the batch dim (so [B, T, F] for the usual
+    [B, F] step), zero past each sequence's end. "rec/x" read from outside (and x with
+    `is_output_layer` or a loss in the unit) is x stacked the same way; a loss inside the unit is
+    computed on that stacked layer. `max_seq_len` (an int, or "max_len_from('base:x')" with an optional
+    "* N"/"+ N") is checked and has no effect: the loop always has a known length here (RETURNN does
+    not use it then either). Not yet: running until an `end` layer (no input and no target),
+    `direction` -1, `max_seq_len_via`, moving step-independent layers out of the loop (every layer of
+    the unit runs inside the loop, also those that do not depend on the step). Parameters are named
+    "<rec>/<inner>/<param>" (RETURNN's checkpoints say "<rec>/rec/<inner>/<param>"). The loop is one
+    `rf.scan` (TensorFlow: one scan, traced once for any length); past a sequence's end its state
+    ("prev:" values) stays unchanged.
 
     Emission, through the op layer (`rf.lstm`, `rf.gru`, `rf.rnn`, netcompiler/frontend/rec.py): every index
     of the other frame dims (batch, extra spatial dims) is a sequence of its own. Every unit projects all
@@ -149,11 +166,6 @@ class RecLayer(LayerBase):
         self._resolve_unit(unit)  # checks the unit and its unit_opts (make_params and emit resolve it again)
         self._check_builtin_options()
         return self._builtin_output()
-
-    def _make_loop_output(self, unit: Dict[str, Any]) -> Data:
-        """The output of a loop body unit: a nested network whose "prev:x" is x of the step before."""
-        raise self.error("rec with a subnetwork unit is not supported yet", option="unit",
-                         suggestion="use a built-in unit such as 'lstm'")
 
     # --- the built-in unit ----------------------------------------------------------
     def _resolve_unit(self, unit: str) -> Tuple[UnitKind, Dict[str, Any]]:
@@ -226,6 +238,8 @@ class RecLayer(LayerBase):
         return dim
 
     def make_params(self) -> Dict[str, ParamSpec]:
+        if isinstance(self.opts["unit"], dict):
+            return {}  # the parameters belong to the layers of the unit
         in_dim = self.projected_in_dim()
         out_dim = self.output.feature_dim
         kind, _ = self._resolve_unit(self.opts["unit"])
@@ -242,6 +256,8 @@ class RecLayer(LayerBase):
 
     # --- emission ---------------------------------------------------------------------
     def emit(self, inputs):
+        if isinstance(self.opts["unit"], dict):
+            return self.loop_values(inputs)["output"]
         kind, unit_opts = self._resolve_unit(self.opts["unit"])
         time, out_dim = self.output.time_dim, self.output.feature_dim
         backward = self.opts["direction"] == -1
@@ -256,3 +272,19 @@ class RecLayer(LayerBase):
         else:
             y, _ = rf.rnn(x, state=zeros, activation=lambda h: activate(h, unit_opts["activation"]), **args)
         return rf.reverse_sequence(y, axis=time) if backward else y
+
+    # --- a unit dict: its layers read from outside as "rec/x" -----------------------------------
+    def get_sub_layer(self, name: str):
+        return self.loop_sub_layer(name) if isinstance(self.opts["unit"], dict) else None
+
+    def sub_layer_names(self) -> List[str]:
+        return [str(name) for name in self.opts["unit"]] if isinstance(self.opts["unit"], dict) else []
+
+    def built_sub_layers(self) -> List[LayerBase]:
+        return list(self.accumulated.values())
+
+    def dependencies(self) -> List[LayerBase]:
+        deps = super().dependencies()
+        if not isinstance(self.opts["unit"], dict):
+            return deps
+        return deps + [d for d in self.loop_dependencies() if d not in deps]

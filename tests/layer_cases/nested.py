@@ -224,8 +224,6 @@ ERROR_CASES = [
               ["layer 'output'", "unknown unit 'lsmt'", "did you mean 'lstm'?"]),
     ErrorCase("rec-lstmp-refused", {"output": rec(3, "LSTMP")}, InvalidOptionError,
               ["layer 'output'", "unit 'LSTMP'", "projection", "write 'lstm'"]),
-    ErrorCase("rec-subnetwork-unit-not-yet", {"output": rec(3, {"output": lin(3, ["data:source", "prev:output"])})},
-              InvalidOptionError, ["layer 'output'", "rec with a subnetwork unit is not supported yet"]),
     ErrorCase("rec-needs-n-out", {"output": {"class": "rec", "unit": "gru"}}, MissingOptionError,
               ["layer 'output'", "'n_out'"]),
     ErrorCase("rec-bad-direction", {"output": rec(3, direction=2)}, InvalidOptionError,

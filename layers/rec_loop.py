@@ -1,0 +1,287 @@
+"""`rec` with a `unit` that is a network dict: a loop body run step by step (training and forward mode).
+
+`LoopUnit` is mixed into `RecLayer`; it holds what only a loop body unit needs:
+the template side (the `LoopBody`, the loop's dim, the sub-layers read from
+outside as "rec/x") and the emission (one `rf.scan` over the loop's dim).
+See `RecLayer`'s docstring for the semantics and what is not supported yet.
+"""
+
+import re
+import weakref
+from typing import Any, Dict, List, Optional
+
+from netcompiler import frontend as rf
+from netcompiler.errors import ConfigError, InvalidOptionError, MissingOptionError
+from netcompiler.layer_base import LayerBase
+from netcompiler.loop_body import LoopBody
+from netcompiler.references import DATA, PREV, parse_reference, target_reference
+from netcompiler.tensor import FEATURE, Data, Dim, batch_dim
+
+from .subnetwork import external_dependencies
+
+# Options of a layer inside the unit that belong to its accumulated value outside the loop (the loss).
+_LOSS_OPTIONS = ("loss", "loss_scale", "loss_opts")
+
+# max_seq_len as RETURNN configs write it: an int, or "max_len_from('base:x')" times/plus an int.
+_MAX_LEN_FROM = re.compile(r"^\s*max_len_from\(\s*['\"]base:([\w/\-.]+)['\"]\s*\)\s*(?:([*+])\s*(\d+))?\s*$")
+
+_INITIAL_ZERO = (None, 0, 0.0, "zeros")
+
+
+class AccumulatedLayer(LayerBase, register=False):
+    """Layer x of a loop body read from outside ("rec/x"): its value of every step, stacked along the loop's dim
+    (zero past each sequence's end). A loss of x inside the unit is attached here."""
+
+    layer_class = "rec_accumulated"
+    default_from = ()
+
+    def __init__(self, owner: LayerBase, inner: str, template: Data, loss_opts: Dict[str, Any]):
+        self.owner = owner
+        self.inner = inner
+        self.template = template
+        opts, _ = self.check_options({"class": self.layer_class, "from": [], **loss_opts}, f"{owner.name}/{inner}")
+        super().__init__(f"{owner.name}/{inner}", owner.network, opts)
+
+    def make_output(self) -> Data:
+        return self.template
+
+    def dependencies(self) -> List[LayerBase]:
+        return [self.owner]
+
+    def emit(self, inputs):
+        return self.owner.loop_values(inputs)[self.inner]
+
+
+class LoopUnit:
+    """The loop body side of `RecLayer` (a mixin: `self` is the rec layer)."""
+
+    # --- templates ------------------------------------------------------------------------
+    def _make_loop_output(self, unit: Dict[str, Any]) -> Data:
+        if self.opts["direction"] not in (None, 1):
+            raise self.error("'direction' -1 with a unit dict is not supported by netcompiler yet", option="direction")
+        if self.opts["unit_opts"] is not None:
+            raise self.error("'unit_opts' only applies to a built-in unit, not to a unit dict", option="unit_opts")
+        if "output" not in unit:
+            raise self.error(f"the unit dict has no layer 'output' (its layers: {', '.join(map(str, unit)) or 'none'})",
+                             option="unit", suggestion="name the layer whose value is the rec layer's output 'output'")
+        self._check_loop_options()
+        time = self.loop_dim()
+        extern = {"source": self.input_data.copy_without_dims([time], name=f"{self.name}/data:source")} \
+            if self.sources else {}
+        for key, data in self._frame_extern().items():
+            extern.setdefault(key, data)
+        body = LoopBody(self._body_dict(unit), extern, parent=self.network, prefix=f"{self.name}/",
+                        seed=lambda path: self._seed(unit, path, extern, set()))
+        body.owner = self
+        self.subnetwork = body.infer()
+        for path in body.prev_layers:
+            self._initial_fill(path)
+        for name, d in unit.items():
+            if isinstance(d, dict) and name != "output" and (d.get("loss") or d.get("is_output_layer")):
+                self._accumulated_layer(name, {k: d[k] for k in _LOSS_OPTIONS + ("target",) if k in d})
+        out = self._stacked_template(body.layers["output"].output, self.name)
+        n_out = self.opts["n_out"]
+        if n_out is not None and out.dim != n_out:
+            raise self.error(f"'n_out' is {n_out}, but the unit's 'output' gives {out.describe()}", option="n_out",
+                             suggestion="remove 'n_out' or make it match")
+        return out
+
+    def _check_loop_options(self) -> None:
+        state = self.opts["initial_state"]
+        if state not in (None, "zeros", 0):
+            raise self.error("'initial_state' only applies to a built-in unit; with a unit dict give the layer "
+                             "inside an 'initial_output'", option="initial_state")
+        for key in ("max_seq_len_via",):
+            if self.opts[key] is not None:
+                raise self.error(f"option '{key}' is not supported by netcompiler yet", option=key)
+        if self.opts["include_eos"]:
+            raise self.error("'include_eos' only matters in search, which netcompiler does not run yet",
+                             option="include_eos")
+        if self.opts["input_projection"] is not True or self.opts["back_prop"] is False:
+            key = "input_projection" if self.opts["input_projection"] is not True else "back_prop"
+            raise self.error(f"option '{key}' is not supported with a unit dict", option=key)
+        self._check_max_seq_len()
+
+    def _check_max_seq_len(self) -> None:
+        """An int, or "max_len_from('base:x')" (optionally "* n" or "+ n"). The loops netcompiler runs now have a
+        known length (the input's or the target's), where RETURNN does not use max_seq_len either: a notice."""
+        value = self.opts["max_seq_len"]
+        if value is None:
+            return
+        if isinstance(value, str):
+            match = _MAX_LEN_FROM.match(value)
+            if match is None:
+                raise self.error(f"'max_seq_len' {value!r}: netcompiler understands an int or "
+                                 f"\"max_len_from('base:LAYER')\" with an optional '* N' or '+ N'", option="max_seq_len")
+            self.network.get_layer(match.group(1), None, "max_seq_len")  # 'base:' of the body: this network
+        elif isinstance(value, bool) or value < 1:
+            raise self.error(f"'max_seq_len' must be a positive int, not {value!r}", option="max_seq_len")
+        self.network.notices.append(f"layer '{self.name}': 'max_seq_len' has no effect: the loop runs over the "
+                                    f"length of its {'input' if self.sources else 'target'}")
+
+    def loop_dim(self) -> Dim:
+        """The dim the loop runs over: the input's iterated axis; with no input, the time dim of the target
+        (the rec layer's `target`, else the target of a loss inside the unit)."""
+        if self.sources:
+            return self._iteration_dim(self.input_data)
+        target = self.opts["target"] or self._inner_loss_target()
+        if target is None:
+            raise self.error("a rec layer without input runs over the length of its target, and it has none; "
+                             "running until the 'end' layer says so (search) is not supported by netcompiler yet",
+                             option="target", kind=MissingOptionError,
+                             suggestion="give the rec layer a 'target' (e.g. 'classes') or a 'from'")
+        data = self.network.get_layer(target_reference(target, self.name), None, "target").output
+        if data.time_dim is None or data.time_dim.is_batch:
+            raise self.error(f"the target '{target}' {data.describe()} has no time axis to loop over", option="target")
+        return data.time_dim
+
+    def _inner_loss_target(self) -> Optional[str]:
+        for d in self.opts["unit"].values():
+            if isinstance(d, dict) and d.get("loss"):
+                return d.get("target") or "classes"
+        return None
+
+    def _frame_extern(self) -> Dict[str, Data]:
+        """Extern data of the network that has the loop's dim: inside, "data:KEY" is its frame at the step."""
+        time = self.loop_dim()
+        root = self.network
+        while root.parent is not None:
+            root = root.parent
+        return {key: data.copy_without_dims([time], name=f"{self.name}/data:{key}")
+                for key, data in root.extern_data.items() if data.has_dim(time)}
+
+    def _body_dict(self, unit: Dict[str, Any]) -> Dict[str, Any]:
+        """The unit for the loop body: a loss inside becomes the loss of the accumulated layer outside (per step
+        it is only an output); its 'n_out' default comes from the target as the loss would give it."""
+        body = {}
+        for name, d in unit.items():
+            if isinstance(d, dict) and d.get("loss"):
+                d = {k: v for k, v in d.items() if k not in _LOSS_OPTIONS}
+                d["is_output_layer"] = True
+                if d.get("n_out") is None and d.get("out_type") is None:
+                    target = self.network.get_layer(target_reference(d.get("target"), f"{self.name}/{name}"),
+                                                    None, "target").output
+                    if target.dim is not None:
+                        d["n_out"] = target.dim + (1 if unit[name]["loss"] == "ctc" else 0)
+            body[name] = d
+        return body
+
+    def _seed(self, unit: Dict[str, Any], path: str, extern: Dict[str, Data], seen: set) -> Data:
+        """The first guess for "prev:path": from the layer's 'n_out' or 'out_type', else the guess for its first
+        input; inference then replaces it by the real template."""
+        name = path.split("/", 1)[0]
+        d = unit.get(name)
+        if not isinstance(d, dict) or name in seen:
+            raise self._no_seed(path)
+        seen.add(name)
+        out_type = d.get("out_type") or {}
+        size = d.get("n_out") if isinstance(d.get("n_out"), int) else out_type.get("dim")
+        if size is None and isinstance(out_type.get("shape"), (list, tuple)) and out_type["shape"]:
+            size = out_type["shape"][-1]
+        if isinstance(size, int):
+            dim = self.new_dim(size, FEATURE, f"{self.name}/prev:{name}:guess")
+            if out_type.get("sparse"):
+                return Data(f"prev:{name}", [batch_dim], out_type.get("dtype", "int32"), sparse_dim=dim)
+            return Data(f"prev:{name}", [batch_dim, dim], out_type.get("dtype", "float32"))
+        sources = d.get("from", "data")
+        for ref in [sources] if isinstance(sources, str) else list(sources):
+            if not isinstance(ref, str):
+                continue
+            if ref in ("data:source",) and "source" in extern:
+                return extern["source"]
+            parsed = parse_reference(ref, "from", f"{self.name}/{name}")
+            inner = parsed.path if parsed.kind == PREV else parsed.local_name if parsed.kind != DATA else None
+            if inner and inner.split("/", 1)[0] in unit:
+                try:
+                    return self._seed(unit, inner, extern, seen)
+                except ConfigError:
+                    continue
+        raise self._no_seed(path)
+
+    def _no_seed(self, path: str) -> ConfigError:
+        return InvalidOptionError(f"cannot guess the template of 'prev:{path}' to start inference from",
+                                  layer=f"{self.name}/{path.split('/', 1)[0]}", option="n_out",
+                                  suggestion="give the layer an 'n_out' or an 'out_type'")
+
+    def _stacked_template(self, step: Data, name: str) -> Data:
+        """A step's template with the loop's dim inserted: after the batch dim if it leads, else in front."""
+        time = self.loop_dim()
+        at = 1 if step.dims and step.dims[0].is_batch else 0
+        return step.copy(name=name, dims=step.dims[:at] + (time,) + step.dims[at:], time_dim=time)
+
+    def _accumulated_layer(self, inner: str, loss_opts: Dict[str, Any]) -> AccumulatedLayer:
+        found = self.accumulated.get(inner)
+        if found is None:
+            body = self.subnetwork
+            if inner not in body.layers:
+                body.infer(list(body.layers) + [inner])
+            template = self._stacked_template(body.get_layer(inner, None, "from").output, f"{self.name}/{inner}")
+            found = AccumulatedLayer(self, inner, template, loss_opts)
+            self.accumulated[inner] = found
+            if found.opts.get("loss"):
+                self.network._attach_loss(found)
+        return found
+
+    @property
+    def accumulated(self) -> Dict[str, AccumulatedLayer]:
+        if "_accumulated" not in self.__dict__:
+            self._accumulated: Dict[str, AccumulatedLayer] = {}
+        return self._accumulated
+
+    # --- emission --------------------------------------------------------------------------------
+    def loop_values(self, inputs) -> Dict[str, Any]:
+        """Runs the loop once per forward pass (context): "output" and every accumulated layer, stacked."""
+        runs = self.__dict__.setdefault("_runs", weakref.WeakKeyDictionary())
+        if inputs.ctx not in runs:
+            runs[inputs.ctx] = self._run_loop(inputs)
+        return runs[inputs.ctx]
+
+    def _run_loop(self, inputs) -> Dict[str, Any]:
+        body: LoopBody = self.subnetwork
+        time = self.loop_dim()
+        for dep in external_dependencies(self, body):
+            inputs.value(dep)  # "base:" layers: computed once, before (outside) the loop
+        xs = {"i": rf.range_over_dim(time)}
+        if self.sources:
+            xs["source"] = inputs.x
+        for key in self._frame_extern():
+            if key != "source":
+                xs[key] = inputs.extern(key)
+        names = ["output"] + [n for n in self.accumulated if n != "output"]
+        layers = {path: body.get_layer(path, None, "from") for path in body.prev_layers}
+        outs = {name: body.get_layer(name, None, "from") for name in names}
+        initial = {"prev": {path: self._initial_output(path, layer.output) for path, layer in layers.items()},
+                   "out": {name: rf.zeros(layer.output.dims, dtype=layer.output.dtype,
+                                          sparse_dim=layer.output.sparse_dim) for name, layer in outs.items()}}
+
+        def step(state, frame):
+            extern = {key: value for key, value in frame.items() if key != "i"}
+            ctx = inputs.ctx.loop_step(body, extern, state["prev"], frame["i"])
+            return {"prev": {path: ctx.value(layer) for path, layer in layers.items()},
+                    "out": {name: ctx.value(layer) for name, layer in outs.items()}}
+
+        _, stacked = rf.scan(step, xs=xs, spatial_dim=time, initial=initial)
+        return {name: rf.masked(value, [time], 0) for name, value in stacked["out"].items()}
+
+    def _initial_output(self, path: str, data: Data):
+        """"prev:x" at the first step."""
+        return rf.full(data.dims, self._initial_fill(path), dtype=data.dtype, sparse_dim=data.sparse_dim)
+
+    def _initial_fill(self, path: str):
+        """x's 'initial_output' as a fill value (None, 0 or "zeros": 0; "ones": 1; a number); others refused."""
+        name = path.split("/", 1)[0]
+        value = self.opts["unit"][name].get("initial_output")
+        if value in _INITIAL_ZERO or value == "ones" or (isinstance(value, (int, float)) and not isinstance(value, bool)):
+            return 1 if value == "ones" else (value or 0)
+        raise InvalidOptionError(f"'initial_output' {value!r} is not supported by netcompiler yet (None, 0, 'zeros', "
+                                 f"'ones' or a number)", layer=f"{self.name}/{name}", option="initial_output")
+
+    # --- sub-layers and dependencies --------------------------------------------------------
+    def loop_sub_layer(self, name: str) -> Optional[LayerBase]:
+        inner = name.split("/", 1)[0]
+        if inner not in self.subnetwork.net_dict:
+            return None
+        return self._accumulated_layer(name, {})
+
+    def loop_dependencies(self) -> List[LayerBase]:
+        return external_dependencies(self, self.subnetwork)

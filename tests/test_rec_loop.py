@@ -1,0 +1,42 @@
+"""`rec` with a unit dict, beyond the shared harness: one graph loop per rec layer, zeros past each sequence's end,
+a loss inside the unit computed on the accumulated layer, and the parameters of its layers."""
+
+import numpy as np
+import tensorflow as tf
+
+from layer_cases.rec_loop import ELMAN, TARGET_DRIVEN, loop
+from netcompiler.emit.model import CompiledNetwork
+from netcompiler.network import build_from_dict
+
+EXTERN = {"data": {"dim": 6}, "classes": {"dim": 4, "sparse": True}}
+
+
+def test_the_loop_is_one_graph_loop_and_zero_after_each_end():
+    network = build_from_dict({"rnn": loop(ELMAN), "output": {"class": "copy", "from": "rnn"}}, EXTERN)
+    model = CompiledNetwork(network)
+
+    @tf.function(autograph=False)
+    def run(x, lengths):
+        return model.forward({"data": x}, {"data": lengths}, training=True).value(network.layers["rnn"]).raw
+
+    x = np.random.RandomState(0).randn(3, 7, 6).astype("float32")
+    y = run(x, np.array([7, 2, 5], "int32")).numpy()
+    assert np.all(y[1, 2:] == 0) and np.all(y[2, 5:] == 0) and np.all(y[0] != 0)
+    ops = [op.type for op in run.get_concrete_function(x, np.array([7, 2, 5], "int32")).graph.get_operations()]
+    assert ops.count("While") + ops.count("StatelessWhile") == 1
+
+
+def test_a_loss_inside_the_unit_is_a_loss_of_the_accumulated_layer():
+    network = build_from_dict({"dec": loop(TARGET_DRIVEN, source=[], target="classes", is_output_layer=True)},
+                              EXTERN)
+    model = CompiledNetwork(network)
+    assert {"dec/emb/W", "dec/output/W", "dec/prob/W", "dec/prob/b"} <= set(model.params)
+    assert tuple(model.params["dec/prob/W"].shape) == (3, 4)
+    ids = np.array([[1, 2, 3], [0, 3, 0]], "int32")
+    ctx = model.forward({"classes": ids}, {"classes": np.array([3, 1], "int32")}, training=True)
+    (loss,) = model.losses(ctx)
+    assert loss.name == "dec/prob"
+    probs = ctx.value(model.loss_layers()[0]).raw.numpy()
+    want = -sum(np.log(probs[b, t, ids[b, t]]) for b, n in enumerate([3, 1]) for t in range(n))
+    np.testing.assert_allclose(float(loss.loss_sum), want, rtol=1e-5)
+    assert int(float(loss.num_frames)) == 4
