@@ -10,10 +10,20 @@ Writing is atomic: the checkpoint and the sidecar are written under a temporary
 prefix ``<model>.tmp-...`` in the same directory, flushed to disk, then renamed
 into place, the ``.index`` file last. A checkpoint counts as complete exactly
 when its ``.index`` file exists, so a crash at any moment leaves either the
-complete checkpoint or none. Leftovers of an interrupted write (temporary files,
-data or sidecar files without an index) are removed when the next
-`CheckpointManager` for the same model starts. Existing complete checkpoints
-are never rewritten or deleted (unless `save(..., overwrite=True)`).
+complete checkpoint or none. Leftovers of an interrupted write are removed when
+the next `CheckpointManager` for the same model starts; they are recognised by
+name only, and nothing else is ever removed:
+
+* ``<model>.tmp-NNN-xxxxxxxx.*`` (our temporary prefix: 3+ digits, 8 hex digits),
+* TensorFlow's own temporary folder of such a prefix, ``<model>.tmp-NNN-xxxxxxxx_temp*``
+  (removed only if it holds plain files and nothing else),
+* ``<model>.NNN.data-*`` and ``<model>.NNN.meta.json`` without a ``<model>.NNN.index``,
+* ``<model>.learning_rates.json.tmp-xxxxxxxx`` (the history file's temporary copy).
+
+Existing complete checkpoints are never rewritten or deleted (unless
+`save(..., overwrite=True)`). A full disk during `save` gives `CheckpointError`
+saying so and naming the last complete checkpoint, which stays intact; the
+pieces written so far are removed.
 
 Restoring checks that the checkpoint fits the objects before assigning
 anything: every variable of the objects must have a value of the same shape in
@@ -30,9 +40,12 @@ Keras optimizers create their variables lazily: build them
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
+import shutil
+import stat
 import uuid
 from collections import deque
 from typing import Any, Dict, List, Mapping, Optional, Tuple
@@ -87,25 +100,77 @@ def latest_complete(model_prefix: str) -> Optional[Tuple[int, str]]:
     return found[-1] if found else None
 
 
+def _leftover_patterns(base: str):
+    tmp = re.escape(base + _TMP_MARK) + r"\d{3,}-[0-9a-f]{8}"
+    return (re.compile(tmp + r"\..+$"),  # files of our temporary prefix
+            re.compile(tmp + r"_temp.*$"),  # TensorFlow's temporary folder for that prefix
+            re.compile(re.escape(base) + r"\.learning_rates\.json\.tmp-[A-Za-z0-9_]{8}$"))
+
+
+def _is_tf_temp_folder(path: str) -> bool:
+    """A real folder (no symlink) holding plain files only: what TensorFlow's sharded save leaves."""
+    try:
+        if not stat.S_ISDIR(os.lstat(path).st_mode):
+            return False
+        return all(stat.S_ISREG(os.lstat(os.path.join(path, n)).st_mode) for n in os.listdir(path))
+    except OSError:
+        return False
+
+
 def remove_incomplete(model_prefix: str) -> List[str]:
-    """Removes what interrupted writes left behind; returns the removed file names."""
+    """Removes what interrupted writes left behind (see the module doc); returns the removed names."""
     directory, base = _split(model_prefix)
     names = _listdir(directory)
     complete = {os.path.basename(path) for _, path in complete_checkpoints(model_prefix)}
     final = re.compile(re.escape(base) + r"\.(\d{3,})(\.data-\d+-of-\d+|" + re.escape(SIDECAR_SUFFIX) + ")$")
+    tmp_file, tmp_folder, history_tmp = _leftover_patterns(base)
     removed = []
     for name in names:
-        stale = name.startswith(base + _TMP_MARK)
+        path = os.path.join(directory, name)
         match = final.match(name)
-        if match and f"{base}.{match.group(1)}" not in complete:
-            stale = True
+        if tmp_folder.match(name):
+            if not _is_tf_temp_folder(path):
+                continue
+            shutil.rmtree(path)
+            removed.append(name)
+            continue
+        stale = bool(tmp_file.match(name) or history_tmp.match(name)
+                     or (match and f"{base}.{match.group(1)}" not in complete))
         if stale:
             try:
-                os.unlink(os.path.join(directory, name))
+                if not stat.S_ISREG(os.lstat(path).st_mode):
+                    continue  # a folder or link with such a name is not something we wrote
+                os.unlink(path)
                 removed.append(name)
             except FileNotFoundError:
                 pass
     return removed
+
+
+def _remove_quietly(directory: str, tmp_base: str) -> None:
+    """Removes the pieces of one interrupted write (clean-up on an error: must not raise)."""
+    for name in _listdir(directory):
+        if name.startswith(tmp_base + ".") or name.startswith(tmp_base + "_temp"):
+            path = os.path.join(directory, name)
+            try:
+                if os.path.isdir(path) and not os.path.islink(path):
+                    shutil.rmtree(path, ignore_errors=True)
+                else:
+                    os.unlink(path)
+            except OSError:
+                pass
+
+
+_DISK_FULL_ERRNOS = {errno.ENOSPC, errno.EDQUOT}
+_DISK_FULL_TEXTS = ("No space left on device", "Disk quota exceeded")
+
+
+def is_disk_full(exc: BaseException) -> bool:
+    """True for an OSError ENOSPC/EDQUOT or TensorFlow's error for the same (ResourceExhaustedError, ...)."""
+    if isinstance(exc, OSError) and exc.errno in _DISK_FULL_ERRNOS:
+        return True
+    text = getattr(exc, "message", None) or str(exc)
+    return isinstance(exc, tf.errors.OpError) and any(t in text for t in _DISK_FULL_TEXTS)
 
 
 def _fsync_file(path: str) -> None:
@@ -135,9 +200,9 @@ def read_sidecar(path: str) -> Dict[str, Any]:
         with open(sidecar, encoding="utf-8") as f:
             data = json.load(f)
     except (OSError, ValueError) as exc:
-        raise CheckpointError(f"checkpoint sidecar '{sidecar}' is damaged or unreadable: {exc}") from None
+        raise _marked(CheckpointError(f"checkpoint sidecar '{sidecar}' is damaged or unreadable: {exc}")) from None
     if not isinstance(data, dict) or data.get("format") != SIDECAR_FORMAT:
-        raise CheckpointError(f"checkpoint sidecar '{sidecar}' is not a netcompiler checkpoint sidecar")
+        raise _marked(CheckpointError(f"checkpoint sidecar '{sidecar}' is not a netcompiler checkpoint sidecar"))
     return data
 
 
@@ -166,8 +231,8 @@ def _read_reader(path: str):
     try:
         return tf.train.load_checkpoint(path)
     except Exception as exc:  # DataLossError, ValueError, ... for a damaged index file
-        raise CheckpointError(
-            f"checkpoint file '{index}' is damaged or not a TensorFlow checkpoint ({_first_line(exc)})") from None
+        raise _marked(CheckpointError(
+            f"checkpoint file '{index}' is damaged or not a TensorFlow checkpoint ({_first_line(exc)})")) from None
 
 
 def _first_line(exc: BaseException) -> str:
@@ -181,10 +246,36 @@ def _data_files(path: str) -> str:
     return ", ".join(f"'{os.path.join(directory, n)}'" for n in names) or f"'{path}.data-*' (missing)"
 
 
+def _marked(error: CheckpointError) -> CheckpointError:
+    """Marks `error` as one about damaged files (not a mismatch): `damaged_hint` may say what to do."""
+    error.damaged = True
+    return error
+
+
+def with_previous_hint(error: CheckpointError, model_prefix: str, path: str, *, training: bool) -> CheckpointError:
+    """`error` about damaged checkpoint `path`, plus what to do: the newest complete checkpoint before it is
+    intact, and how to use it (training resumes from the newest one, so its files must go; eval and forward
+    take ``++load``). Errors that are not about damaged files are returned unchanged."""
+    found = [p for _, p in complete_checkpoints(model_prefix)]
+    if not getattr(error, "damaged", False) or path not in found:
+        return error
+    previous = found[:found.index(path)]
+    if not previous:
+        hint = "there is no earlier checkpoint to fall back to"
+    elif training:
+        hint = (f"the previous checkpoint '{previous[-1]}' is intact: to resume from it, delete (or move away) "
+                f"the damaged checkpoint's files '{path}.index', '{path}.data-*' and '{path}{SIDECAR_SUFFIX}'")
+    else:
+        hint = f"the previous checkpoint '{previous[-1]}' is intact: use it with ++load {previous[-1]}"
+    hinted = CheckpointError(f"{error}; {hint}")
+    hinted.damaged = True
+    return hinted
+
+
 def _damaged(path: str, exc: BaseException) -> CheckpointError:
-    return CheckpointError(
+    return _marked(CheckpointError(
         f"checkpoint '{path}' cannot be read: its file '{path}{INDEX_SUFFIX}' or data file {_data_files(path)} "
-        f"is damaged or truncated ({type(exc).__name__}: {_first_line(exc)})")
+        f"is damaged or truncated ({type(exc).__name__}: {_first_line(exc)})"))
 
 
 def _object_graph(reader, path: str):
@@ -347,12 +438,13 @@ class CheckpointManager:
     the sidecar (step count, dataset RNG state, ...).
     """
 
-    def __init__(self, model_prefix: str):
+    def __init__(self, model_prefix: str, clean: bool = True):
         if not isinstance(model_prefix, str) or not model_prefix:
             raise CheckpointError(f"model prefix must be a file prefix like 'out/model', got {model_prefix!r}")
         self.model_prefix = model_prefix
         self.directory, self.base = _split(model_prefix)
-        self.removed_leftovers = remove_incomplete(model_prefix)
+        # `clean=False` for a reader that holds no lock: what looks left over may be another run's write
+        self.removed_leftovers = remove_incomplete(model_prefix) if clean else []
 
     def path_for(self, epoch: int) -> str:
         return checkpoint_path(self.model_prefix, epoch)
@@ -384,13 +476,13 @@ class CheckpointManager:
         sidecar_text = json.dumps(sidecar, indent=1, sort_keys=True)  # fails early if extra is not JSON
         os.makedirs(self.directory, exist_ok=True)
         tmp = os.path.join(self.directory, f"{self.base}{_TMP_MARK}{epoch:03d}-{uuid.uuid4().hex[:8]}")
+        tmp_base = os.path.basename(tmp)
         try:
             written = tf.train.Checkpoint(**objects).write(tmp)
             if written != tmp:  # TF keeps the prefix as given; anything else would break the renames
                 raise RuntimeError(f"TensorFlow wrote the checkpoint as {written!r}, expected {tmp!r}")
             with open(tmp + SIDECAR_SUFFIX, "w", encoding="utf-8") as f:
                 f.write(sidecar_text + "\n")
-            tmp_base = os.path.basename(tmp)
             pieces = sorted(n for n in _listdir(self.directory) if n.startswith(tmp_base + "."))
             if tmp_base + INDEX_SUFFIX not in pieces:
                 raise RuntimeError(f"TensorFlow wrote no index file for {tmp!r}")
@@ -401,11 +493,39 @@ class CheckpointManager:
                 self._rename_into_place(os.path.join(self.directory, name),
                                         final + name[len(tmp_base):])
             _fsync_dir(self.directory)
+        except Exception as exc:
+            problem = self._write_problem(exc, final)
+            if problem is None:
+                raise
+            raise problem from None
         finally:
-            for name in _listdir(self.directory):
-                if name.startswith(os.path.basename(tmp) + "."):
-                    os.unlink(os.path.join(self.directory, name))
+            _remove_quietly(self.directory, tmp_base)
         return final
+
+    def _write_problem(self, exc: BaseException, final: str) -> Optional[CheckpointError]:
+        """The user's error for a failed write (full disk, folder not writable), or None for anything else."""
+        if os.path.exists(final + INDEX_SUFFIX):
+            return None  # the checkpoint is complete after all (only the final fsync failed)
+        latest = self.latest_complete()
+        if latest is None:
+            last = "there is no complete checkpoint yet"
+        else:
+            last = (f"the last complete checkpoint is '{latest[1]}' (intact): run again to resume after "
+                    f"epoch {latest[0]}")
+        if is_disk_full(exc):
+            return CheckpointError(
+                f"the disk is full: checkpoint '{final}' could not be written in '{self.directory}' "
+                f"({_first_line(exc)}); nothing of it was kept; {last} once there is space")
+        if isinstance(exc, OSError) and exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+            return CheckpointError(
+                f"checkpoint '{final}' cannot be written: '{exc.filename or self.directory}': "
+                f"{exc.strerror}; {last} once the folder is writable")
+        if isinstance(exc, (tf.errors.PermissionDeniedError, tf.errors.FailedPreconditionError)) or (
+                isinstance(exc, tf.errors.OpError) and "Read-only file system" in str(exc)):
+            return CheckpointError(
+                f"checkpoint '{final}' cannot be written in '{self.directory}' ({_first_line(exc)}); "
+                f"{last} once the folder is writable")
+        return None
 
     def _rename_into_place(self, source: str, target: str) -> None:
         """One step of `save`; a separate method so tests can simulate a crash between steps."""
@@ -427,5 +547,5 @@ class CheckpointManager:
         return epoch, self.restore(path, objects)
 
 
-__all__ = ["CheckpointManager", "checkpoint_path", "complete_checkpoints", "latest_complete", "read_sidecar",
-           "remove_incomplete", "restore", "verify_match"]
+__all__ = ["CheckpointManager", "checkpoint_path", "complete_checkpoints", "is_disk_full", "latest_complete",
+           "read_sidecar", "remove_incomplete", "restore", "verify_match", "with_previous_hint"]

@@ -412,9 +412,11 @@ class LearningRateControl:
                 f.flush()
                 os.fsync(f.fileno())
             os.replace(tmp, path)
-        except BaseException:
+        except BaseException as exc:
             if os.path.exists(tmp):
                 os.unlink(tmp)
+            if isinstance(exc, OSError) and exc.filename is None:  # a failed write: name the file (disk full)
+                raise OSError(exc.errno, exc.strerror, path) from None
             raise
 
     def load(self, path: Optional[str] = None) -> None:
