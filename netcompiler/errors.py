@@ -136,6 +136,15 @@ class CheckpointError(NetcompilerError):
     """A checkpoint cannot be found or read."""
 
 
+class ModelFolderError(NetcompilerError):
+    """The model folder cannot be used: another run holds it, it is not writable, or its disk is full."""
+
+    def __init__(self, message: str, path: Optional[str] = None, reason: str = ""):
+        self.path = path
+        self.reason = reason  # "in use", "not writable", "disk full" or ""
+        super().__init__(message)
+
+
 class TrainingError(NetcompilerError):
     """Training cannot go on (for example: the loss is not finite)."""
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import sys
@@ -11,11 +12,12 @@ from typing import Dict, List, Optional, Sequence
 from ..builtin import load_builtin_layers
 from ..config import Config, load_config
 from ..dump import format_text
-from ..errors import CheckpointError, ConfigError, InvalidOptionError
+from ..errors import CheckpointError, ConfigError, InvalidOptionError, ModelFolderError
 from ..network import build_network
 
 
-def run_task(config_path: str, overrides: Sequence[str] = (), task: Optional[str] = None, log=sys.stdout) -> int:
+def run_task(config_path: str, overrides: Sequence[str] = (), task: Optional[str] = None, log=None) -> int:
+    log = log or sys.stdout  # looked up per call: sys.stdout may have been replaced since import
     load_builtin_layers()
     config = load_config(config_path, overrides)
     try:
@@ -35,18 +37,56 @@ def _run_task(config: Config, task: Optional[str], log) -> int:
     for notice in config.notices + network.notices:
         print(f"notice: {notice}", file=sys.stderr)
     task = task or config.get("task", "train")
-    print(format_text(network), file=log)
-    session = Session(config, network, log)
-    if task == "train":
-        session.train()
-    elif task == "eval":
-        session.evaluate()
-    elif task == "forward":
-        session.forward()
-    else:
+    if task not in ("train", "eval", "forward"):
         raise InvalidOptionError(f"task {task!r} unknown", subject="config key 'task'",
                                  suggestion="use 'train', 'eval' or 'forward'")
+    print(format_text(network), file=log)
+    session = Session(config, network, log)
+    try:
+        if task == "train":
+            session.train()
+        elif task == "eval":
+            session.evaluate()
+        else:
+            session.forward()
+    except Exception as exc:
+        problem = _storage_problem(exc, session.model_prefix)
+        if problem is None:
+            raise
+        raise problem from None
+    finally:
+        session.close()
     return 0
+
+
+_NOT_WRITABLE = (errno.EACCES, errno.EPERM, errno.EROFS)
+
+
+def _storage_problem(exc: BaseException, model_prefix: str) -> Optional[ModelFolderError]:
+    """A full disk or an unwritable file met outside the checkpoint writer (history, TensorBoard, forward
+    output), as the user's error naming the path and the last complete checkpoint; None for anything else."""
+    from .checkpoints import is_disk_full, latest_complete
+
+    full = is_disk_full(exc)
+    if not full and not (isinstance(exc, OSError) and exc.errno in _NOT_WRITABLE):
+        return None
+    where = getattr(exc, "filename", None)
+    what = f"'{where}'" if where else f"a file ({_first_line(exc)})"
+    try:
+        latest = latest_complete(model_prefix)
+    except Exception:  # the folder itself may be unreadable
+        latest = None
+    last = (f"the last complete checkpoint is '{latest[1]}' (intact)" if latest
+            else "there is no complete checkpoint")
+    if full:
+        return ModelFolderError(f"the disk is full: cannot write {what}; {last}; free some space and run again",
+                                path=where, reason="disk full")
+    return ModelFolderError(f"cannot write {what}: {exc.strerror}; {last}", path=where, reason="not writable")
+
+
+def _first_line(exc: BaseException) -> str:
+    text = getattr(exc, "message", None) or str(exc)
+    return (text.strip().splitlines() or [type(exc).__name__])[0][:300]
 
 
 class Session:
@@ -65,6 +105,38 @@ class Session:
         tf.random.set_seed(seed)
         self.model = CompiledNetwork(network, seed=seed)
         self.model_prefix = self._model_prefix()
+        self.lock = None
+
+    def close(self) -> None:
+        """Ends the run: releases the model's lock."""
+        if self.lock is not None:
+            self.lock.release()
+            self.lock = None
+
+    def lock_model(self, task: str, read_only_ok: bool = False) -> bool:
+        """Takes the model's lock for the rest of the run (see `lock.py`); returns whether it holds it.
+
+        With `read_only_ok` (eval, forward), a model folder that does not exist or cannot be written is used
+        without a lock: such a run writes nothing there (and does not clean up leftovers)."""
+        from .lock import ModelLock
+
+        directory = os.path.dirname(self.model_prefix) or "."
+        if read_only_ok and not os.path.isdir(directory):
+            return False
+        lock = ModelLock(self.model_prefix, task)
+        try:
+            lock.acquire()
+        except ModelFolderError as exc:
+            if read_only_ok and exc.reason in ("not writable", "disk full"):
+                print(f"notice: {exc}; reading the checkpoints without a lock and without cleaning up",
+                      file=sys.stderr)
+                return False
+            raise
+        if lock.took_over:
+            print(f"notice: took over the lock '{lock.path}' left by a process that ended "
+                  f"(pid {lock.took_over.get('pid', '?')})", file=sys.stderr)
+        self.lock = lock
+        return True
 
     # --- settings ------------------------------------------------------------------------
     def _model_prefix(self) -> str:
@@ -118,6 +190,7 @@ class Session:
         trainer = Trainer(self.model, optimizer, self.batching(), clip_gradients_fn(values),
                           stop_on_nonfinite=bool(self.config.get("stop_on_nonfinite_train_score", True)),
                           log=self.log)
+        self.lock_model("train")
         checkpoints = CheckpointManager(self.model_prefix)
         optimizer.build(self.model.trainable_params)  # its slots must exist before a checkpoint restores them
         state = {"model": self.model.checkpoint_root, "optimizer": optimizer, "step": trainer.step_count}
@@ -156,7 +229,12 @@ class Session:
 
     def _resume_or_import(self, checkpoints, state) -> int:
         """The first epoch to train: after the newest complete checkpoint, or 1 (optionally importing one)."""
-        restored = checkpoints.restore_latest(state)
+        from .checkpoints import with_previous_hint
+
+        try:
+            restored = checkpoints.restore_latest(state)
+        except CheckpointError as exc:
+            raise with_previous_hint(exc, self.model_prefix, checkpoints.latest_path(), training=True) from None
         if restored is not None:
             epoch, _extra = restored
             print(f"resuming after epoch {epoch} from {checkpoints.latest_path()}", file=self.log)
@@ -167,21 +245,25 @@ class Session:
             print(f"initialised the parameters from {initial}", file=self.log)
         return 1
 
-    def _restore_for_inference(self):
-        from .checkpoints import CheckpointManager
+    def _restore_for_inference(self, task: str):
+        from .checkpoints import CheckpointManager, with_previous_hint
 
-        checkpoints = CheckpointManager(self.model_prefix)
+        locked = self.lock_model(task, read_only_ok=True)
+        checkpoints = CheckpointManager(self.model_prefix, clean=locked)
         path = self.config.get("load") or checkpoints.latest_path()
         if path is None:
             raise CheckpointError(f"no checkpoint to load: none found at '{self.model_prefix}.NNN' and 'load' "
                                   f"is not set")
-        checkpoints.restore(path, {"model": self.model.checkpoint_root})
+        try:
+            checkpoints.restore(path, {"model": self.model.checkpoint_root})
+        except CheckpointError as exc:
+            raise with_previous_hint(exc, self.model_prefix, path, training=False) from None
         return path
 
     def evaluate(self) -> None:
         from .trainer import Trainer, format_scores
 
-        path = self._restore_for_inference()
+        path = self._restore_for_inference("eval")
         trainer = Trainer(self.model, optimizer=None, batching=self.batching(), log=self.log)
         loss_names, error_names = self.loss_names()
         for key in self._eval_dataset_keys():
@@ -197,8 +279,12 @@ class Session:
     def forward(self) -> None:
         from .forwarding import forward_to_hdf
 
-        path = self._restore_for_inference()
-        key = next(k for k in ("eval", "dev", "train") if self.config.get(k) is not None)
+        keys = [k for k in ("eval", "dev", "train") if self.config.get(k) is not None]
+        if not keys:
+            raise ConfigError("nothing to forward: the config has none of 'eval', 'dev', 'train'",
+                              subject="config", suggestion="add eval = {'class': 'HDFDataset', 'files': [...]}")
+        key = keys[0]
+        path = self._restore_for_inference("forward")
         layer_name = self.config.get("forward_output_layer", "output")
         output_file = self.config.get("output_file") or f"{self.model_prefix}.forward.hdf"
         count = forward_to_hdf(self.model, self.dataset(key), layer_name, output_file, self.batching())
