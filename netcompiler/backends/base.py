@@ -352,3 +352,18 @@ class Backend:
         """Float32 [B]: the Levenshtein distance (not normalised) of the sequences a [B, Sa] and b [B, Sb]
         (lengths [B] each)."""
         raise _missing(cls, "edit_distance_raw")
+
+    @classmethod
+    def step_stack_new_raw(cls, dtype: str) -> Any:
+        """An empty stack of per-step values of `dtype` that a `while_loop_raw` may carry as loop variable."""
+        raise _missing(cls, "step_stack_new_raw")
+
+    @classmethod
+    def step_stack_write_raw(cls, stack: Any, index: Any, value: Any) -> Any:
+        """`stack` with `value` as entry `index` (a scalar int32); returns the new stack."""
+        raise _missing(cls, "step_stack_write_raw")
+
+    @classmethod
+    def step_stack_stack_raw(cls, stack: Any) -> Any:
+        """The entries of `stack` stacked along a new axis 0."""
+        raise _missing(cls, "step_stack_stack_raw")

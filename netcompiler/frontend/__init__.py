@@ -16,6 +16,7 @@ from .array import (
 )
 from .conv import conv, pool
 from .loops import assert_equal, cond, scan, while_loop, with_dependencies
+from .loop import step_stack, step_stack_stack, step_stack_write
 from .loss import (
     binary_cross_entropy, collapse_repeated, ctc_decode, ctc_loss, edit_distance, softmax_cross_entropy_with_logits,
 )

@@ -3,6 +3,7 @@
 from ..base import Backend
 from .conv import ConvOps
 from .core import CoreOps
+from .loop import LoopOps
 from .losses import LossOps
 from .params import ParamOps
 from .recurrent import RecurrentOps
@@ -10,7 +11,8 @@ from .sequence import SequenceOps
 from .user_code import UserCodeOps
 
 
-class TensorFlowBackend(CoreOps, ConvOps, LossOps, ParamOps, RecurrentOps, SequenceOps, UserCodeOps, Backend):
+class TensorFlowBackend(CoreOps, ConvOps, LoopOps, LossOps, ParamOps, RecurrentOps, SequenceOps, UserCodeOps,
+                        Backend):
     """Raw tensors are `tf.Tensor`s; runs eagerly or inside `tf.function` (graph)."""
 
     name = "tensorflow"
