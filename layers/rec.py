@@ -103,7 +103,12 @@ class RecLayer(LoopUnit, LayerBase):
     A unit that is a network dict (training and forward mode; no search yet) is a loop body
     (`netcompiler.loop_body.LoopBody`, layers named "<rec>/<inner>") run once per frame of the dim the
     loop runs over: the input's iterated axis (`axis`), or with no input ("from": []) the time dim of
-    the target (the rec layer's `target`, else the target of a loss inside the unit). Inside:
+    the target (the rec layer's `target`, else the target of a loss inside the unit), or with neither
+    a new dim "<rec>:time" whose length is not known before: the loop runs until the unit's layer
+    "end" (bool [B]) has been true for every sequence, at most `max_seq_len` steps (an int, or
+    "max_len_from('base:x')" with an optional "* N"/"+ N": the longest sequence of x's time dim); a
+    sequence's length is the number of steps before its first "end" (RETURNN's include_eos=False), or
+    `max_seq_len`. Inside:
     "data:source" is the input's frame at the step, "data:KEY" the frame of extern data KEY if it has
     that dim (else the whole of it), "prev:x" is x of the step before (at the first step: zeros, or
     x's `initial_output`: None/0/"zeros", "ones" or a number; other forms are refused), ":i" the step
@@ -113,14 +118,14 @@ class RecLayer(LoopUnit, LayerBase):
     stacked: its dims with the loop's dim inserted after the batch dim (so [B, T, F] for the usual
     [B, F] step), zero past each sequence's end. "rec/x" read from outside (and x with
     `is_output_layer` or a loss in the unit) is x stacked the same way; a loss inside the unit is
-    computed on that stacked layer. `max_seq_len` (an int, or "max_len_from('base:x')" with an optional
-    "* N"/"+ N") is checked and has no effect: the loop always has a known length here (RETURNN does
-    not use it then either). Not yet: running until an `end` layer (no input and no target),
-    `direction` -1, `max_seq_len_via`, moving step-independent layers out of the loop (every layer of
+    computed on that stacked layer. Where the length is known (input or target), `max_seq_len` is
+    checked and has no effect (RETURNN does not use it then either; a notice says so). Not yet:
+    search (`choice`, beams), `direction` -1, `max_seq_len_via`, moving step-independent layers out of the loop (every layer of
     the unit runs inside the loop, also those that do not depend on the step). Parameters are named
     "<rec>/<inner>/<param>" (RETURNN's checkpoints say "<rec>/rec/<inner>/<param>"). The loop is one
-    `rf.scan` (TensorFlow: one scan, traced once for any length); past a sequence's end its state
-    ("prev:" values) stays unchanged.
+    `rf.scan` over a known length, else one `rf.while_loop` whose per-step values are stacked with
+    `rf.step_stack` (TensorFlow: one loop either way, traced once for any length); past a sequence's end
+    its state ("prev:" values) stays unchanged.
 
     Emission, through the op layer (`rf.lstm`, `rf.gru`, `rf.rnn`, netcompiler/frontend/rec.py): every index
     of the other frame dims (batch, extra spatial dims) is a sequence of its own. Every unit projects all

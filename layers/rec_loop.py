@@ -15,7 +15,7 @@ from netcompiler.errors import ConfigError, InvalidOptionError, MissingOptionErr
 from netcompiler.layer_base import LayerBase
 from netcompiler.loop_body import LoopBody
 from netcompiler.references import DATA, PREV, parse_reference, target_reference
-from netcompiler.tensor import FEATURE, Data, Dim, batch_dim
+from netcompiler.tensor import FEATURE, SPATIAL, Data, Dim, batch_dim
 
 from .subnetwork import external_dependencies
 
@@ -73,7 +73,10 @@ class LoopUnit:
         body = LoopBody(self._body_dict(unit), extern, parent=self.network, prefix=f"{self.name}/",
                         seed=lambda path: self._seed(unit, path, extern, set()))
         body.owner = self
-        self.subnetwork = body.infer()
+        roots = body.output_layer_names() + (["end"] if self.runs_until_end() else [])
+        self.subnetwork = body.infer(roots)
+        if self.runs_until_end():
+            self._check_end_layer(body.layers["end"].output)
         for path in body.prev_layers:
             self._initial_fill(path)
         for name, d in unit.items():
@@ -108,28 +111,51 @@ class LoopUnit:
         value = self.opts["max_seq_len"]
         if value is None:
             return
+        self._max_seq_len_parts()  # checks the form
+        if self.runs_until_end():
+            return
+        self.network.notices.append(f"layer '{self.name}': 'max_seq_len' has no effect: the loop runs over the "
+                                    f"length of its {'input' if self.sources else 'target'}")
+
+    def _max_seq_len_parts(self):
+        """max_seq_len as (layer whose time dim's longest sequence counts, operator, int), or (None, None, int)."""
+        value = self.opts["max_seq_len"]
         if isinstance(value, str):
             match = _MAX_LEN_FROM.match(value)
             if match is None:
                 raise self.error(f"'max_seq_len' {value!r}: netcompiler understands an int or "
                                  f"\"max_len_from('base:LAYER')\" with an optional '* N' or '+ N'", option="max_seq_len")
-            self.network.get_layer(match.group(1), None, "max_seq_len")  # 'base:' of the body: this network
-        elif isinstance(value, bool) or value < 1:
+            layer = self.network.get_layer(match.group(1), None, "max_seq_len")  # 'base:' of the body: this network
+            if layer.output.time_dim is None:
+                raise self.error(f"'max_seq_len': layer '{layer.name}' {layer.output.describe()} has no time axis",
+                                 option="max_seq_len")
+            return layer, match.group(2), int(match.group(3) or (1 if match.group(2) == "*" else 0))
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise self.error(f"'max_seq_len' must be a positive int, not {value!r}", option="max_seq_len")
-        self.network.notices.append(f"layer '{self.name}': 'max_seq_len' has no effect: the loop runs over the "
-                                    f"length of its {'input' if self.sources else 'target'}")
+        return None, None, value
+
+    def runs_until_end(self) -> bool:
+        """Whether the loop runs until its 'end' layer says so (no input, no target): its length is unknown."""
+        return not self.sources and self.opts["target"] is None and self._inner_loss_target() is None
+
+    def _check_end_layer(self, end: Data) -> None:
+        if end.dtype != "bool" or end.dims != (batch_dim,):
+            raise self.error(f"the unit's layer 'end' must be a bool per sequence [B], not {end.describe()} "
+                             f"{end.dtype}", option="unit", suggestion="e.g. a 'compare' layer")
 
     def loop_dim(self) -> Dim:
         """The dim the loop runs over: the input's iterated axis; with no input, the time dim of the target
         (the rec layer's `target`, else the target of a loss inside the unit)."""
         if self.sources:
             return self._iteration_dim(self.input_data)
+        if self.runs_until_end():
+            if "end" not in self.opts["unit"]:
+                raise self.error("a rec layer without input and without target runs until its unit's layer 'end' "
+                                 "says every sequence ended, and the unit has no layer 'end'", option="unit",
+                                 kind=MissingOptionError, suggestion="give the rec layer a 'from' or a 'target', "
+                                                                     "or add a layer 'end' to the unit")
+            return self.new_dim(None, SPATIAL, f"{self.name}:time")
         target = self.opts["target"] or self._inner_loss_target()
-        if target is None:
-            raise self.error("a rec layer without input runs over the length of its target, and it has none; "
-                             "running until the 'end' layer says so (search) is not supported by netcompiler yet",
-                             option="target", kind=MissingOptionError,
-                             suggestion="give the rec layer a 'target' (e.g. 'classes') or a 'from'")
         data = self.network.get_layer(target_reference(target, self.name), None, "target").output
         if data.time_dim is None or data.time_dim.is_batch:
             raise self.error(f"the target '{target}' {data.describe()} has no time axis to loop over", option="target")
@@ -233,7 +259,7 @@ class LoopUnit:
         """Runs the loop once per forward pass (context): "output" and every accumulated layer, stacked."""
         runs = self.__dict__.setdefault("_runs", weakref.WeakKeyDictionary())
         if inputs.ctx not in runs:
-            runs[inputs.ctx] = self._run_loop(inputs)
+            runs[inputs.ctx] = self._run_until_end(inputs) if self.runs_until_end() else self._run_loop(inputs)
         return runs[inputs.ctx]
 
     def _run_loop(self, inputs) -> Dict[str, Any]:
@@ -262,6 +288,52 @@ class LoopUnit:
 
         _, stacked = rf.scan(step, xs=xs, spatial_dim=time, initial=initial)
         return {name: rf.masked(value, [time], 0) for name, value in stacked["out"].items()}
+
+    def _run_until_end(self, inputs) -> Dict[str, Any]:
+        """The loop of unknown length: step until every sequence's 'end' was true once (or max_seq_len steps).
+        A sequence's length is the number of steps before its first 'end' (RETURNN's include_eos=False)."""
+        body: LoopBody = self.subnetwork
+        time = self.loop_dim()
+        for dep in external_dependencies(self, body):
+            inputs.value(dep)
+        layers = {path: body.get_layer(path, None, "from") for path in body.prev_layers}
+        names = ["output"] + [n for n in self.accumulated if n != "output"]
+        outs = {name: body.get_layer(name, None, "from") for name in names}
+        end_layer = body.layers["end"]
+        zero = rf.convert_to_tensor(0, dtype="int32")
+        state = {"i": zero, "ended": rf.full([batch_dim], False, dtype="bool"),
+                 "lengths": rf.zeros([batch_dim], dtype="int32"),
+                 "prev": {path: self._initial_output(path, layer.output) for path, layer in layers.items()},
+                 "stacks": {name: rf.step_stack(layer.output) for name, layer in outs.items()}}
+        max_len = self._max_seq_len_value(inputs)
+
+        def more(s):
+            going = rf.reduce(rf.cast(s["ended"], "int32"), mode="min", axis=batch_dim) < 1
+            return going if max_len is None else going & (s["i"] < max_len)
+
+        def step(s):
+            ctx = inputs.ctx.loop_step(body, {}, s["prev"], s["i"])
+            valid = rf.logical_not(s["ended"] | ctx.value(end_layer))
+            prev = {path: rf.where(valid, ctx.value(layer), s["prev"][path]) for path, layer in layers.items()}
+            stacks = {name: rf.step_stack_write(s["stacks"][name], s["i"], ctx.value(layer))
+                      for name, layer in outs.items()}
+            return {"i": s["i"] + 1, "ended": rf.logical_not(valid), "prev": prev, "stacks": stacks,
+                    "lengths": s["lengths"] + rf.cast(valid, "int32")}
+
+        final = rf.while_loop(more, step, state)
+        inputs.set_size(time, final["lengths"])
+        return {name: rf.masked(rf.step_stack_stack(stack, time), [time], 0)
+                for name, stack in final["stacks"].items()}
+
+    def _max_seq_len_value(self, inputs):
+        """The bound of a loop of unknown length (an int or a scalar Tensor), None without max_seq_len."""
+        if self.opts["max_seq_len"] is None:
+            return None
+        layer, op, number = self._max_seq_len_parts()
+        if layer is None:
+            return number
+        longest = rf.reduce(inputs.run.size(layer.output.time_dim), mode="max", axis=batch_dim)
+        return longest * number if op == "*" else longest + number
 
     def _initial_output(self, path: str, data: Data):
         """"prev:x" at the first step."""

@@ -4,7 +4,7 @@ a loss inside the unit computed on the accumulated layer, and the parameters of 
 import numpy as np
 import tensorflow as tf
 
-from layer_cases.rec_loop import ELMAN, TARGET_DRIVEN, loop
+from layer_cases.rec_loop import ELMAN, TARGET_DRIVEN, UNTIL_END, loop
 from netcompiler.emit.model import CompiledNetwork
 from netcompiler.network import build_from_dict
 
@@ -40,3 +40,23 @@ def test_a_loss_inside_the_unit_is_a_loss_of_the_accumulated_layer():
     want = -sum(np.log(probs[b, t, ids[b, t]]) for b, n in enumerate([3, 1]) for t in range(n))
     np.testing.assert_allclose(float(loss.loss_sum), want, rtol=1e-5)
     assert int(float(loss.num_frames)) == 4
+
+
+def test_a_loop_until_end_is_one_graph_loop_and_its_lengths_come_from_end():
+    network = build_from_dict({"len": {"class": "length", "from": "data"},
+                               "gen": loop(UNTIL_END, source=[], is_output_layer=True, max_seq_len=4)}, EXTERN)
+    model = CompiledNetwork(network)
+    gen = network.layers["gen"]
+
+    @tf.function(autograph=False)
+    def run(x, lengths):
+        ctx = model.forward({"data": x}, {"data": lengths}, training=False)
+        y = ctx.value(gen)
+        return y.raw, ctx.run.size(gen.output.time_dim).raw
+
+    x = np.zeros((3, 6, 6), "float32")
+    y, sizes = run(x, np.array([6, 1, 3], "int32"))
+    assert sizes.numpy().tolist() == [4, 1, 3]  # ended at its length, or stopped by max_seq_len
+    assert y.shape[1] == 4 and np.all(y.numpy()[1, 1:] == 0) and np.all(y.numpy()[2, 3:] == 0)
+    ops = [op.type for op in run.get_concrete_function(x, np.array([6, 1, 3], "int32")).graph.get_operations()]
+    assert ops.count("While") + ops.count("StatelessWhile") == 1

@@ -119,6 +119,25 @@ def _target_driven_ref(x, lengths, p):
     return {"dec": hs, "dec/prob": probs}
 
 
+# --- no input, no target: the loop runs until 'end' (here: at the input's length, capped by max_seq_len) ------
+UNTIL_END = {
+    "a": lin(4, "prev:output", activation="tanh"),
+    "output": lin(3, "a", activation="tanh", initial_output="ones"),
+    "end": {"class": "compare", "kind": "greater_equal", "from": [":i", "base:len"]},
+}
+
+
+def _until_end_ref(x, lengths, p, cap=None):
+    lens = np.minimum(lengths["data"], cap) if cap else lengths["data"]
+    out = np.zeros((len(lens), max(lens), 3))
+    for b, length in enumerate(lens):
+        h = np.ones(3)
+        for t in range(length):
+            h = np.tanh(_affine(np.tanh(_affine(h, p, "gen/a")), p, "gen/output"))
+            out[b, t] = h
+    return {"gen": out}
+
+
 CASES = [
     LayerCase("rec-loop-elman", {"rnn": loop(ELMAN), "output": {"class": "copy", "from": "rnn"}},
               {"rnn": f"[B, {T}, F|'rnn/output:feature'(5)] float32"},
@@ -136,6 +155,17 @@ CASES = [
                "loop/acc": f"[B, {T}, F|'data:feature'(6)] float32",
                "reader": f"[B, {T}, F|'data:feature'(6)] float32"},
               params={"loop/output": {"W": (8, 3), "b": (3,)}}, reference=_base_step_ref),
+    LayerCase("rec-loop-until-end", {"len": {"class": "length", "from": "data"},
+                                     "gen": loop(UNTIL_END, source=[], is_output_layer=True,
+                                                 max_seq_len="max_len_from('base:data') * 2")},
+              {"gen": "[B, T|'gen:time', F|'gen/output:feature'(3)] float32"},
+              params={"gen/a": {"W": (3, 4), "b": (4,)}, "gen/output": {"W": (4, 3), "b": (3,)}},
+              reference=_until_end_ref),
+    LayerCase("rec-loop-until-end-capped", {"len": {"class": "length", "from": "data"},
+                                            "gen": loop(UNTIL_END, source=[], is_output_layer=True,
+                                                        max_seq_len=3)},
+              {"gen": "[B, T|'gen:time', F|'gen/output:feature'(3)] float32"},
+              reference=lambda x, lengths, p: _until_end_ref(x, lengths, p, cap=3)),
     LayerCase("rec-loop-over-target-with-inner-loss", {"dec": loop(TARGET_DRIVEN, source=[], target="classes",
                                                                     is_output_layer=True)},
               {"dec": "[B, T|'time:classes', F|'dec/output:feature'(3)] float32",
@@ -156,8 +186,11 @@ ERROR_CASES = [
               ["output/output", "'initial_output' 'apply(0)' is not supported"]),
     ErrorCase("rec-loop-bad-max-seq-len", {"output": loop(ELMAN, max_seq_len="len('data') * 3")},
               InvalidOptionError, ["'max_seq_len'", "max_len_from('base:LAYER')"]),
-    ErrorCase("rec-loop-no-input-no-target", {"output": loop(ELMAN, source=[])}, MissingOptionError,
-              ["runs over the length of its target", "'end' layer", "not supported"]),
+    ErrorCase("rec-loop-no-input-no-target-no-end", {"output": loop(ELMAN, source=[])}, MissingOptionError,
+              ["runs until its unit's layer 'end'", "the unit has no layer 'end'"]),
+    ErrorCase("rec-loop-end-not-bool", {"output": loop({"output": {"class": "cast", "from": ":i", "dtype": "float32"},
+                                                        "end": {"class": "copy", "from": "output"}}, source=[])},
+              InvalidOptionError, ["layer 'end' must be a bool per sequence [B]"]),
     ErrorCase("rec-loop-backward", {"output": loop(ELMAN, direction=-1)}, InvalidOptionError,
               ["'direction' -1 with a unit dict"]),
     ErrorCase("rec-loop-unguessable-prev", {"output": loop({"output": {"class": "copy", "from": "prev:output"}})},
