@@ -79,7 +79,8 @@ class LoadedNetwork:
 
     def forward(self, inputs: Mapping[str, Any], seq_lens: Optional[Mapping[str, Any]] = None, *,
                 backend: str = "tensorflow", training: bool = False) -> Dict[str, LayerOutput]:
-        """Every built layer's output for these inputs (NumPy arrays laid out as extern_data says; `seq_lens`:
+        """Every built layer's output for these inputs (a loop body's layers: only those read from outside as
+        "rec/x", stacked over the loop; NumPy arrays laid out as extern_data says; `seq_lens`:
         per key, the lengths of its dynamic time axis, default: all full)."""
         model = self.model(backend)
         inputs = {key: np.asarray(value) for key, value in inputs.items()}
@@ -98,6 +99,8 @@ class LoadedNetwork:
         outputs = {}
         with ctx.run:
             for layer in self.network.all_layers():
+                if layer.network.inside_loop:
+                    continue  # a value per step only; what is read from outside ("rec/x") is stacked over time
                 tensor = ctx.value(layer)
                 sizes = {dim: np.asarray(model.backend.to_numpy(ctx.run.size(dim).raw))
                          for dim in layer.output.dynamic_dims}

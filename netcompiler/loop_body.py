@@ -87,6 +87,8 @@ class LoopBody(Network):
     last round), `step_index` (the StepIndexLayer, None if no layer reads ":i").
     """
 
+    per_step = True
+
     def __init__(self, net_dict: Dict[str, Any], extern_data: Dict[str, Data], *, seed: Callable[[str], Data],
                  **kwargs):
         super().__init__(net_dict, extern_data, **kwargs)

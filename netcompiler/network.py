@@ -30,6 +30,9 @@ from .tensor import Data, Dim
 class Network:
     """A built network: `layers` maps local names to layer objects, in build order."""
 
+    per_step = False
+    """Whether this network is a loop body: its layers have a value per step, not one per forward pass."""
+
     def __init__(
         self,
         net_dict: Dict[str, Any],
@@ -295,6 +298,16 @@ class Network:
         self.layers[name] = layer
         self._extern_names.add(name)
         return layer
+
+    @property
+    def inside_loop(self) -> bool:
+        """Whether this network is a loop body or nested in one (its layers' values exist only per step)."""
+        network: Optional[Network] = self
+        while network is not None:
+            if network.per_step:
+                return True
+            network = network.parent
+        return False
 
     # --- naming and locations ---------------------------------------------------------
     def path(self, name: Optional[str]) -> str:

@@ -60,3 +60,14 @@ def test_a_loop_until_end_is_one_graph_loop_and_its_lengths_come_from_end():
     assert y.shape[1] == 4 and np.all(y.numpy()[1, 1:] == 0) and np.all(y.numpy()[2, 3:] == 0)
     ops = [op.type for op in run.get_concrete_function(x, np.array([6, 1, 3], "int32")).graph.get_operations()]
     assert ops.count("While") + ops.count("StatelessWhile") == 1
+
+
+def test_load_network_forward_gives_the_stacked_layers_not_the_per_step_ones():
+    import netcompiler
+
+    unit = {**ELMAN, "twice": {"class": "eval", "from": "output", "eval": "source(0) * 2", "is_output_layer": True}}
+    net = netcompiler.load_network({"network": {"rnn": loop(unit), "output": {"class": "copy", "from": "rnn"}},
+                                    "extern_data": {"data": {"dim": 6}}})
+    out = net.forward({"data": np.ones((2, 4, 6), "float32")}, {"data": [4, 2]})
+    assert sorted(out) == ["data", "output", "rnn", "rnn/twice"]
+    np.testing.assert_allclose(out["rnn/twice"].value, out["rnn"].value * 2, rtol=1e-6)
