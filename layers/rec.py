@@ -122,7 +122,7 @@ class RecLayer(LoopUnit, LayerBase):
     checked and has no effect (RETURNN does not use it then either; a notice says so). Not yet:
     search (`choice`, beams), `direction` -1, `max_seq_len_via`, moving step-independent layers out of the loop (every layer of
     the unit runs inside the loop, also those that do not depend on the step). Parameters are named
-    "<rec>/<inner>/<param>" (RETURNN's checkpoints say "<rec>/rec/<inner>/<param>"). The loop is one
+    "<rec>/rec/<inner>/<param>", as in RETURNN's checkpoints (the layers are "<rec>/<inner>"). The loop is one
     `rf.scan` over a known length, else one `rf.while_loop` whose per-step values are stacked with
     `rf.step_stack` (TensorFlow: one loop either way, traced once for any length); past a sequence's end
     its state ("prev:" values) stays unchanged.

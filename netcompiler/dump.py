@@ -39,7 +39,7 @@ def format_text(network: Network) -> str:
         lines.append(line)
         for name, spec in layer.params.items():
             shape = ", ".join(str(s) for s in spec.sizes)
-            lines.append(f"{'':<{name_width}}    param {layer.name}/{name} [{shape}] ({spec.num_elements})")
+            lines.append(f"{'':<{name_width}}    param {layer.param_scope}/{name} [{shape}] ({spec.num_elements})")
     lines.append(f"{len(layers)} layers, {num_params(network)} parameters")
     return "\n".join(lines)
 

@@ -288,6 +288,15 @@ class LayerBase:
                     deps.append(item)
         return deps
 
+    @property
+    def param_scope(self) -> str:
+        """What this layer's parameter names start with ("<scope>/W"): its path, except that a layer in a rec
+        unit is "<rec>/rec/<inner>", as RETURNN's checkpoints name it."""
+        network = self.network
+        local = self.name[len(network.prefix):] if network.prefix and self.name.startswith(network.prefix) \
+            else self.name
+        return f"{network.param_prefix}{local}"
+
     # --- helpers for subclasses ---------------------------------------------
     @property
     def input_data(self) -> Data:

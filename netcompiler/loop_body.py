@@ -88,6 +88,7 @@ class LoopBody(Network):
     """
 
     per_step = True
+    param_subscope = "rec/"
 
     def __init__(self, net_dict: Dict[str, Any], extern_data: Dict[str, Data], *, seed: Callable[[str], Data],
                  **kwargs):

@@ -299,6 +299,16 @@ class Network:
         self._extern_names.add(name)
         return layer
 
+    param_subscope = ""
+    """What RETURNN puts between a nested network's owner and its layers in parameter names ("rec/" in a loop)."""
+
+    @property
+    def param_prefix(self) -> str:
+        """The start of the parameter names of this network's layers: "<owner's param scope>/" (plus
+        `param_subscope`) in a nested network, else the network's prefix."""
+        owner = getattr(self, "owner", None)
+        return self.prefix if owner is None else f"{owner.param_scope}/{self.param_subscope}"
+
     @property
     def inside_loop(self) -> bool:
         """Whether this network is a loop body or nested in one (its layers' values exist only per step)."""
@@ -324,7 +334,7 @@ class Network:
         networks included; independent of the order emission runs in."""
         for layer in self.all_layers():
             for name, spec in layer.params.items():
-                yield f"{layer.name}/{name}", layer, spec
+                yield f"{layer.param_scope}/{name}", layer, spec
 
     def all_layers(self) -> Iterator[LayerBase]:
         """Every built layer, nested networks' layers right after their owner's inputs, in build order."""

@@ -5,7 +5,7 @@
 * the values equal the case's NumPy reference on a ragged batch, on valid frames;
 * the forward pass traces once with batch and time left open;
 * a checkpoint round trip restores the same outputs;
-* parameter names are the golden "<layer>/<param>" names of the case;
+* parameter names are the golden "<layer>/<param>" names of the case ("<rec>/rec/<inner>/<param>" in a rec unit);
 * gradients of layers with parameters agree with finite differences.
 """
 
@@ -96,12 +96,13 @@ def test_traces_once_with_open_dims_and_checkpoint_round_trip(case, tmp_path):
 
 @pytest.mark.parametrize("case", [c for c in CASES if c.params], ids=[c.id for c in CASES if c.params])
 def test_golden_parameter_names(case):
-    _, model = _compile(case)
-    golden = {f"{layer}/{name}" for layer, params in case.params.items() for name in params}
+    network, model = _compile(case)
+    scopes = {name: layer.param_scope for name, layer in _layers(network).items()}  # "rnn/rec/x" in a rec unit
+    golden = {f"{scopes[layer]}/{name}" for layer, params in case.params.items() for name in params}
     assert golden <= set(model.params), f"missing: {sorted(golden - set(model.params))}"
     for layer, params in case.params.items():
         for name, sizes in params.items():
-            assert tuple(model.params[f"{layer}/{name}"].shape) == tuple(sizes)
+            assert tuple(model.params[f"{scopes[layer]}/{name}"].shape) == tuple(sizes)
 
 
 GRADIENT_CASES = [c for c in NUMERIC if c.params]

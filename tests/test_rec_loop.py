@@ -30,8 +30,9 @@ def test_a_loss_inside_the_unit_is_a_loss_of_the_accumulated_layer():
     network = build_from_dict({"dec": loop(TARGET_DRIVEN, source=[], target="classes", is_output_layer=True)},
                               EXTERN)
     model = CompiledNetwork(network)
-    assert {"dec/emb/W", "dec/output/W", "dec/prob/W", "dec/prob/b"} <= set(model.params)
-    assert tuple(model.params["dec/prob/W"].shape) == (3, 4)
+    # named as RETURNN's checkpoints name them: "<rec>/rec/<inner>/<param>"
+    assert {"dec/rec/emb/W", "dec/rec/output/W", "dec/rec/prob/W", "dec/rec/prob/b"} <= set(model.params)
+    assert tuple(model.params["dec/rec/prob/W"].shape) == (3, 4)
     ids = np.array([[1, 2, 3], [0, 3, 0]], "int32")
     ctx = model.forward({"classes": ids}, {"classes": np.array([3, 1], "int32")}, training=True)
     (loss,) = model.losses(ctx)

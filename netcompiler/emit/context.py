@@ -108,7 +108,7 @@ class EmitContext:
         raise TemplateMismatchError(f"no input was fed for extern data '{key}'")
 
     def param(self, layer, name: str) -> Tensor:
-        return self.params[f"{layer.name}/{name}"]
+        return self.params[f"{layer.param_scope}/{name}"]
 
     # --- logits of softmax outputs, for stable losses -------------------------------------------------
     def record_logits(self, layer, logits: Tensor) -> None:

@@ -27,7 +27,8 @@ class LossValue:
 
 
 class CompiledNetwork:
-    """One parameter per layer parameter, named "<layer>/<param>" (e.g. "lstm/W", "output/b"), on a backend."""
+    """One parameter per layer parameter, named "<layer>/<param>" (e.g. "lstm/W", "output/b"; in a rec unit
+    "<rec>/rec/<inner>/<param>", see `LayerBase.param_scope`), on a backend."""
 
     def __init__(self, network: Network, seed: int = 0, backend: str = "tensorflow"):
         """Creates the parameters; each random initializer is seeded from `seed` and the parameter's name."""
@@ -45,7 +46,7 @@ class CompiledNetwork:
         """What a checkpoint saves the parameters through (TF: a tf.Module whose `params` are these)."""
 
     def param(self, layer, name: str):
-        return self.params[f"{layer.name}/{name}"]
+        return self.params[f"{layer.param_scope}/{name}"]
 
     @property
     def trainable_params(self) -> List[Any]:

@@ -43,7 +43,7 @@ ELMAN = {"output": lin(5, ["prev:output", "data:source"], activation="tanh")}
 def _elman_ref(x, lengths, p):
     def step(x_t, h, t):
         h = np.zeros(5) if h is None else h
-        h = np.tanh(_affine(np.concatenate([h, x_t]), p, "rnn/output"))
+        h = np.tanh(_affine(np.concatenate([h, x_t]), p, "rnn/rec/output"))
         return h, h
     return {"rnn": _steps(x["data"], lengths["data"], 5, step)}
 
@@ -66,8 +66,8 @@ def _lstm_ref(x, lengths, p):
     def step(x_t, state, t):
         h, c = (np.zeros(4), np.zeros(4)) if state is None else state
         v = np.concatenate([h, x_t])
-        i, f, o = (_sigmoid(_affine(v, p, f"lstm/{g}_gate")) for g in ("input", "forget", "output"))
-        c = i * np.tanh(_affine(v, p, "lstm/cell_in")) + f * c
+        i, f, o = (_sigmoid(_affine(v, p, f"lstm/rec/{g}_gate")) for g in ("input", "forget", "output"))
+        c = i * np.tanh(_affine(v, p, "lstm/rec/cell_in")) + f * c
         h = o * c
         return h, (h, c)
     return {"lstm": _steps(x["data"], lengths["data"], 4, step)}
@@ -92,7 +92,7 @@ def _base_step_ref(x, lengths, p):
         for t in range(length):
             acc = acc + x["data"][b, t]
             accs[b, t] = acc
-            out[b, t] = _affine(np.concatenate([acc + t, pre[b]]), p, "loop/output")
+            out[b, t] = _affine(np.concatenate([acc + t, pre[b]]), p, "loop/rec/output")
     return {"loop": out, "loop/acc": accs, "reader": accs * 2}
 
 
@@ -111,9 +111,9 @@ def _target_driven_ref(x, lengths, p):
     for b, length in enumerate(lengths["classes"]):
         h = np.zeros(3)
         for t in range(length):
-            emb = _affine(np.eye(4)[ids[b, t]], p, "dec/emb")
-            h = np.tanh(_affine(np.concatenate([h, emb]), p, "dec/output"))
-            logits = _affine(h, p, "dec/prob")
+            emb = _affine(np.eye(4)[ids[b, t]], p, "dec/rec/emb")
+            h = np.tanh(_affine(np.concatenate([h, emb]), p, "dec/rec/output"))
+            logits = _affine(h, p, "dec/rec/prob")
             hs[b, t] = h
             probs[b, t] = np.exp(logits - logits.max()) / np.exp(logits - logits.max()).sum()
     return {"dec": hs, "dec/prob": probs}
@@ -133,7 +133,7 @@ def _until_end_ref(x, lengths, p, cap=None):
     for b, length in enumerate(lens):
         h = np.ones(3)
         for t in range(length):
-            h = np.tanh(_affine(np.tanh(_affine(h, p, "gen/a")), p, "gen/output"))
+            h = np.tanh(_affine(np.tanh(_affine(h, p, "gen/rec/a")), p, "gen/rec/output"))
             out[b, t] = h
     return {"gen": out}
 
@@ -171,7 +171,7 @@ CASES = [
               {"dec": "[B, T|'time:classes', F|'dec/output:feature'(3)] float32",
                "dec/prob": "[B, T|'time:classes', F|'dec/prob:feature'(4)] float32"},
               # "dec/prob" by name is the accumulated layer (no parameters of its own); its W and b are the
-              # per-step layer's, checked by the model test in tests/test_rec_loop.py
+              # per-step layer's ("dec/rec/prob/W"), checked by the model test in tests/test_rec_loop.py
               params={"dec/emb": {"W": (4, 3), "b": (3,)}, "dec/output": {"W": (6, 3), "b": (3,)}},
               reference=_target_driven_ref),
 ]
