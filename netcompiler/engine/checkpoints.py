@@ -237,6 +237,7 @@ def _read_reader(path: str):
 
 def _first_line(exc: BaseException) -> str:
     text = getattr(exc, "message", None) or str(exc)
+    text = re.sub(r"\{\{function_node [^}]*\}\}\s*|\s*\[Op:\w+\]", "", text)  # TF's op decorations
     return (text.strip().splitlines() or [type(exc).__name__])[0][:300]
 
 
