@@ -182,6 +182,8 @@ class Network:
             cls = get_layer_class(d["class"], path)
             opts, notices = cls.check_options(d, path)
             self.notices.extend(notices)
+            if opts.get("initial_output") is not None and not self.inside_loop:
+                self.notices.append(f"layer '{path}': 'initial_output' only matters inside a rec unit; ignored")
             opts = cls.transform_config_dict(opts, self, lambda ref, option: self.get_layer(ref, name, option))
             self._default_n_out_from_target(name, cls, opts)
             layer = cls(path, self, opts)

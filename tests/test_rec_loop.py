@@ -72,3 +72,11 @@ def test_load_network_forward_gives_the_stacked_layers_not_the_per_step_ones():
     out = net.forward({"data": np.ones((2, 4, 6), "float32")}, {"data": [4, 2]})
     assert sorted(out) == ["data", "output", "rnn", "rnn/twice"]
     np.testing.assert_allclose(out["rnn/twice"].value, out["rnn"].value * 2, rtol=1e-6)
+
+
+def test_initial_output_outside_a_loop_is_accepted_with_a_notice():
+    network = build_from_dict({"output": {"class": "copy", "from": "data", "initial_output": 1.0}}, EXTERN)
+    assert any("'initial_output' only matters inside a rec unit" in n for n in network.notices)
+    network = build_from_dict({"rnn": loop({"output": {**ELMAN["output"], "initial_output": 1.0}}),
+                               "output": {"class": "copy", "from": "rnn"}}, EXTERN)
+    assert not any("initial_output" in n for n in network.notices)
