@@ -166,6 +166,7 @@ class RecLayer(LoopUnit, LayerBase):
 
     def make_output(self) -> Data:
         unit = self.opts["unit"]
+        self._notice_ignored_options()
         if isinstance(unit, dict):
             return self._make_loop_output(unit)
         self._resolve_unit(unit)  # checks the unit and its unit_opts (make_params and emit resolve it again)
@@ -217,14 +218,16 @@ class RecLayer(LoopUnit, LayerBase):
             if value not in accepted:
                 shown = value.name if isinstance(value, LayerBase) else value
                 raise self.error(f"option '{key}'={shown!r}: {why}", option=key)
-        for key, default in _IGNORED.items():
-            if self.opts[key] != default:
-                self.network.notices.append(f"layer '{self.name}': option '{key}' has no effect in netcompiler; "
-                                            f"ignored")
         state = self.opts["initial_state"]
         if state not in (None, "zeros", 0):
             raise self.error(f"'initial_state' {state!r} is not supported by netcompiler yet (only None or 'zeros')",
                              option="initial_state")
+
+    def _notice_ignored_options(self) -> None:
+        for key, default in _IGNORED.items():
+            if self.opts[key] != default:
+                self.network.notices.append(f"layer '{self.name}': option '{key}' has no effect in netcompiler; "
+                                            f"ignored")
 
     def _builtin_output(self) -> Data:
         n_out = self.opts["n_out"]

@@ -106,8 +106,8 @@ class LoopUnit:
         self._check_max_seq_len()
 
     def _check_max_seq_len(self) -> None:
-        """An int, or "max_len_from('base:x')" (optionally "* n" or "+ n"). The loops netcompiler runs now have a
-        known length (the input's or the target's), where RETURNN does not use max_seq_len either: a notice."""
+        """Checks the form; where the loop has a known length (the input's or the target's) RETURNN does not use
+        max_seq_len either: a notice says it has no effect."""
         value = self.opts["max_seq_len"]
         if value is None:
             return
@@ -332,6 +332,7 @@ class LoopUnit:
         layer, op, number = self._max_seq_len_parts()
         if layer is None:
             return number
+        inputs.value(layer)  # its dims' sizes are known once it ran
         longest = rf.reduce(inputs.run.size(layer.output.time_dim), mode="max", axis=batch_dim)
         return longest * number if op == "*" else longest + number
 
@@ -356,4 +357,7 @@ class LoopUnit:
         return self._accumulated_layer(name, {})
 
     def loop_dependencies(self) -> List[LayerBase]:
-        return external_dependencies(self, self.subnetwork)
+        """Layers outside the loop that it reads: through "base:" and extern data, and max_seq_len's layer."""
+        deps = external_dependencies(self, self.subnetwork)
+        bound = self._max_seq_len_parts()[0] if self.opts["max_seq_len"] is not None else None
+        return deps + ([bound] if bound is not None and bound not in deps else [])
