@@ -16,15 +16,16 @@ from .base import Backend
 # name -> (module, class); the module is imported on first use
 _KNOWN = {
     "tensorflow": ("netcompiler.backends.tensorflow", "TensorFlowBackend"),
+    "torch": ("netcompiler.backends.torch", "TorchBackend"),
 }
-_ALIASES = {"tf": "tensorflow"}
+_ALIASES = {"tf": "tensorflow", "pytorch": "torch"}
 # the top-level module of a raw tensor's type -> backend name
-_RAW_MODULES = {"tensorflow": "tensorflow", "keras": "tensorflow"}
+_RAW_MODULES = {"tensorflow": "tensorflow", "keras": "tensorflow", "torch": "torch"}
 _loaded: Dict[str, type] = {}
 
 
 def get_backend(name: str) -> type:
-    """The backend class called `name` ("tensorflow"); a ConfigError naming the choices if there is none."""
+    """The backend class called `name` ("tensorflow", "torch"); a ConfigError naming the choices if there is none."""
     name = _ALIASES.get(name, name)
     if name not in _KNOWN:
         guess = closest_match(str(name), _KNOWN)

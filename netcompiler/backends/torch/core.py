@@ -1,0 +1,377 @@
+"""The PyTorch backend's basic operations: values, elementwise math, layout, reductions, control flow.
+
+Each op computes what the TensorFlow backend's op computes, including the cases where PyTorch's nearest
+function differs: floor division and modulo round towards -inf, `maximum`/`minimum`/`clip_by_value` pass the
+gradient as TF does on ties, `leaky_relu` has TF's slope 0.2, slices may step backwards, gathers share leading
+batch axes, reductions over no axis change nothing, and a Python number next to a tensor takes its dtype
+(PyTorch would promote).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Optional, Sequence
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+
+def torch_dtype(name: str) -> torch.dtype:
+    """The torch dtype of a dtype name ("float32", "int32", "bool", ...)."""
+    dtype = getattr(torch, name, None)
+    if not isinstance(dtype, torch.dtype):
+        raise TypeError(f"the torch backend has no dtype {name!r}")
+    return dtype
+
+
+def as_int(value: Any) -> Any:
+    """A shape entry or index as a Python int (raw scalars included); None stays None."""
+    return value if value is None or isinstance(value, int) else int(value)
+
+
+def _pair(a: Any, b: Any):
+    """Both operands as tensors: a non-tensor takes the other's dtype (as TF's convert_to_tensor would)."""
+    if not isinstance(a, torch.Tensor):
+        a = torch.as_tensor(a, dtype=b.dtype)
+    if not isinstance(b, torch.Tensor):
+        b = torch.as_tensor(b, dtype=a.dtype)
+    return a, b
+
+
+def _floordiv(a, b):
+    return torch.div(a, b, rounding_mode="floor")
+
+
+def _divide_no_nan(a, b):
+    zero = b == 0
+    return torch.where(zero, torch.zeros_like(a), a / torch.where(zero, torch.ones_like(b), b))
+
+
+def _truediv(a, b):
+    if not a.dtype.is_floating_point:  # TF: int32 / int32 -> float64 (int8/16 -> float32)
+        wide = torch.float64 if a.dtype in (torch.int32, torch.int64) else torch.float32
+        return torch.true_divide(a.to(wide), b.to(wide))
+    return torch.true_divide(a, b)
+
+
+_COMBINE = {
+    "add": torch.add, "sub": torch.sub, "mul": torch.mul, "truediv": _truediv, "floordiv": _floordiv,
+    "mod": torch.remainder, "pow": torch.pow,
+    # TF's gradient goes to a where a >= b (maximum) / a <= b (minimum); torch.maximum splits it on ties
+    "maximum": lambda a, b: torch.where(a >= b, a, b), "minimum": lambda a, b: torch.where(a <= b, a, b),
+    "logical_and": torch.logical_and, "logical_or": torch.logical_or, "logical_xor": torch.logical_xor,
+    "squared_difference": lambda a, b: torch.square(a - b), "divide_no_nan": _divide_no_nan,
+}
+
+_COMPARE = {
+    "equal": torch.eq, "not_equal": torch.ne, "less": torch.lt, "less_equal": torch.le, "greater": torch.gt,
+    "greater_equal": torch.ge,
+}
+
+_ACTIVATIONS = {
+    "identity": lambda x: x, "relu": torch.relu, "relu6": F.relu6, "elu": F.elu, "selu": F.selu,
+    "gelu": lambda x: F.gelu(x, approximate="none"), "gelu_tanh": lambda x: F.gelu(x, approximate="tanh"),
+    "leaky_relu": lambda x: F.leaky_relu(x, 0.2), "tanh": torch.tanh, "sigmoid": torch.sigmoid,
+    "log_sigmoid": F.logsigmoid, "softplus": F.softplus, "softsign": F.softsign, "silu": F.silu, "swish": F.silu,
+    "exp": torch.exp, "log": torch.log, "abs": torch.abs, "square": torch.square, "sqrt": torch.sqrt,
+    "rsqrt": torch.rsqrt, "sin": torch.sin, "cos": torch.cos, "erf": torch.erf, "sign": torch.sign,
+    "neg": torch.neg, "negative": torch.neg, "reciprocal": torch.reciprocal, "logical_not": torch.logical_not,
+    "floor": torch.floor, "ceil": torch.ceil, "round": torch.round, "is_finite": torch.isfinite,
+    "log1p": torch.log1p,
+}
+
+
+def _prod(raw, axes):
+    for axis in sorted(axes, reverse=True):
+        raw = torch.prod(raw, dim=axis, dtype=raw.dtype)
+    return raw
+
+
+def _int_mean(raw, axes):  # TF's integer mean truncates
+    count = int(np.prod([raw.shape[a] for a in axes]))
+    return torch.div(torch.sum(raw, dim=tuple(axes)), count, rounding_mode="trunc").to(raw.dtype)
+
+
+_REDUCE = {
+    "sum": lambda x, axes: torch.sum(x, dim=axes, dtype=x.dtype),
+    "mean": lambda x, axes: torch.mean(x, dim=axes) if x.dtype.is_floating_point else _int_mean(x, axes),
+    "max": lambda x, axes: torch.amax(x, dim=axes), "min": lambda x, axes: torch.amin(x, dim=axes),
+    "prod": _prod, "logsumexp": lambda x, axes: torch.logsumexp(x, dim=axes),
+    "any": lambda x, axes: torch.any(x, dim=axes), "all": lambda x, axes: torch.all(x, dim=axes),
+}
+
+
+class _ScaledGradient(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, scale):
+        ctx.scale = scale
+        return x.clone()
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * ctx.scale, None
+
+
+class CoreOps:
+    """Values, elementwise math, layout, reductions and control flow on eager `torch.Tensor`s."""
+
+    name = "torch"
+
+    # --- values and shapes --------------------------------------------------------------------
+    @classmethod
+    def is_raw(cls, value: Any) -> bool:
+        return isinstance(value, torch.Tensor)
+
+    @classmethod
+    def convert_to_raw(cls, value: Any, dtype: str) -> Any:
+        if isinstance(value, torch.Tensor):
+            return value if value.dtype == torch_dtype(dtype) else value.to(torch_dtype(dtype))
+        return torch.from_numpy(np.array(value, dtype=dtype))  # a copy: the caller's array stays its own
+
+    @classmethod
+    def to_numpy(cls, raw: Any):
+        return raw.detach().cpu().numpy()
+
+    @classmethod
+    def dtype_name(cls, raw: Any) -> str:
+        return str(raw.dtype).replace("torch.", "")
+
+    @classmethod
+    def get_known_shape_raw(cls, raw: Any):
+        return tuple(raw.shape)
+
+    @classmethod
+    def get_shape_tuple_raw(cls, raw: Any):
+        return tuple(raw.shape)
+
+    @classmethod
+    def fill_raw(cls, shape: Sequence[Any], value: Any, dtype: str) -> Any:
+        return torch.full([as_int(n) for n in shape], value, dtype=torch_dtype(dtype))
+
+    @classmethod
+    def range_raw(cls, limit: Any, dtype: str) -> Any:
+        return torch.arange(as_int(limit), dtype=torch_dtype(dtype))
+
+    # --- elementwise ----------------------------------------------------------------------------
+    @classmethod
+    def combine_raw(cls, a: Any, kind: str, b: Any) -> Any:
+        return _COMBINE[kind](*_pair(a, b))
+
+    @classmethod
+    def compare_raw(cls, a: Any, kind: str, b: Any) -> Any:
+        return _COMPARE[kind](*_pair(a, b))
+
+    @classmethod
+    def where_raw(cls, cond: Any, true_: Any, false_: Any) -> Any:
+        if isinstance(true_, torch.Tensor) or isinstance(false_, torch.Tensor):
+            true_, false_ = _pair(true_, false_)
+        return torch.where(cond, true_, false_)
+
+    @classmethod
+    def activation_raw(cls, raw: Any, func: str) -> Any:
+        return _ACTIVATIONS[func](raw)
+
+    @classmethod
+    def cast_raw(cls, raw: Any, dtype: str) -> Any:
+        return raw if raw.dtype == torch_dtype(dtype) else raw.to(torch_dtype(dtype))
+
+    @classmethod
+    def clip_by_value_raw(cls, raw: Any, low: Any, high: Any) -> Any:
+        low = low if isinstance(low, torch.Tensor) else torch.as_tensor(low, dtype=raw.dtype)
+        high = high if isinstance(high, torch.Tensor) else torch.as_tensor(high, dtype=raw.dtype)
+        return torch.clamp(raw, low, high)  # the gradient passes where low <= x <= high, as in TF
+
+    @classmethod
+    def stop_gradient_raw(cls, raw: Any) -> Any:
+        return raw.detach()
+
+    @classmethod
+    def scaled_gradient_raw(cls, raw: Any, scale: float) -> Any:
+        return _ScaledGradient.apply(raw, float(scale))
+
+    # --- layout ------------------------------------------------------------------------------------
+    @classmethod
+    def reshape_raw(cls, raw: Any, shape: Sequence[Any]) -> Any:
+        return torch.reshape(raw, [as_int(n) for n in shape])
+
+    @classmethod
+    def transpose_raw(cls, raw: Any, perm: Sequence[int]) -> Any:
+        return raw if list(perm) == list(range(len(perm))) else raw.permute(*perm)
+
+    @classmethod
+    def expand_dims_raw(cls, raw: Any, axis: int) -> Any:
+        return torch.unsqueeze(raw, axis)
+
+    @classmethod
+    def squeeze_raw(cls, raw: Any, axes: Sequence[int]) -> Any:
+        return torch.squeeze(raw, dim=tuple(axes)) if axes else raw
+
+    @classmethod
+    def broadcast_to_raw(cls, raw: Any, shape: Sequence[Any]) -> Any:
+        return torch.broadcast_to(raw, [as_int(n) for n in shape])
+
+    @classmethod
+    def concat_raw(cls, raws: Sequence[Any], axis: int) -> Any:
+        return raws[0] if len(raws) == 1 else torch.cat(list(raws), dim=axis)
+
+    @classmethod
+    def stack_raw(cls, raws: Sequence[Any], axis: int) -> Any:
+        return torch.stack(list(raws), dim=axis)
+
+    @classmethod
+    def split_raw(cls, raw: Any, sizes: Sequence[int], axis: int):
+        return list(torch.split(raw, [as_int(n) for n in sizes], dim=axis))
+
+    @classmethod
+    def pad_raw(cls, raw: Any, paddings, mode: str, value: Any) -> Any:
+        paddings = [(as_int(left), as_int(right)) for left, right in paddings]
+        if mode == "constant":
+            flat = [n for left, right in reversed(paddings) for n in (left, right)]
+            return F.pad(raw, flat, mode="constant", value=value.item() if torch.is_tensor(value) else value)
+        for axis, (left, right) in enumerate(paddings):  # reflect/symmetric/replicate: gather the source frames
+            if left or right:
+                n = raw.shape[axis]
+                pos = torch.arange(-left, n + right)
+                if mode == "reflect":
+                    pos = torch.where(pos < 0, -pos, torch.where(pos >= n, 2 * (n - 1) - pos, pos))
+                elif mode == "symmetric":
+                    pos = torch.where(pos < 0, -pos - 1, torch.where(pos >= n, 2 * n - 1 - pos, pos))
+                elif mode in ("replicate", "edge"):
+                    pos = pos.clamp(0, n - 1)
+                else:
+                    raise ValueError(f"unknown pad mode {mode!r}")
+                raw = torch.index_select(raw, axis, pos)
+        return raw
+
+    @classmethod
+    def slice_raw(cls, raw: Any, axis: int, start: Any, end: Any, step: Any) -> Any:
+        start, end, step = as_int(start), as_int(end), as_int(step)
+        if step is None or step > 0:
+            return raw[(slice(None),) * axis + (slice(start, end, step),)]
+        positions = range(*slice(start, end, step).indices(raw.shape[axis]))  # torch slices cannot step back
+        return torch.index_select(raw, axis, torch.tensor(list(positions), dtype=torch.int64))
+
+    @classmethod
+    def gather_raw(cls, raw: Any, indices: Any, axis: int, batch_dims: int) -> Any:
+        """tf.gather: raw.shape[:axis] + indices.shape[batch_dims:] + raw.shape[axis + 1:]."""
+        indices = torch.as_tensor(indices).to(torch.int64)
+        axis = axis % raw.dim()
+        if batch_dims == 0:
+            out = torch.index_select(raw, axis, indices.reshape(-1))
+            return out.reshape(raw.shape[:axis] + indices.shape + raw.shape[axis + 1:])
+        batch_shape = raw.shape[:batch_dims]
+        n = int(np.prod(batch_shape))
+        flat = raw.reshape((n,) + raw.shape[batch_dims:])
+        flat_indices = indices.reshape((n,) + indices.shape[batch_dims:])
+        pre = axis - batch_dims  # axes between the batch and `axis`
+        moved = torch.movedim(flat, 1 + pre, 1)  # [n, A, pre..., post...]
+        rows = torch.arange(n).reshape((n,) + (1,) * (flat_indices.dim() - 1))
+        out = moved[rows, flat_indices]  # [n, I..., pre..., post...]
+        k = flat_indices.dim() - 1
+        out = torch.movedim(out, tuple(range(1 + k, 1 + k + pre)), tuple(range(1, 1 + pre)))
+        return out.reshape(batch_shape + raw.shape[batch_dims:axis] + indices.shape[batch_dims:] +
+                           raw.shape[axis + 1:])
+
+    @classmethod
+    def reverse_sequence_raw(cls, raw: Any, lengths: Any, seq_axis: int, batch_axis: int) -> Any:
+        steps = raw.shape[seq_axis]
+        lengths = lengths.to(torch.int64).reshape(-1, 1)
+        pos = torch.arange(steps).reshape(1, -1)
+        source = torch.where(pos < lengths, lengths - 1 - pos, pos)  # [B, T]
+        shape = [1] * raw.dim()
+        shape[batch_axis], shape[seq_axis] = source.shape[0], steps
+        if batch_axis > seq_axis:
+            source = source.t()
+        return torch.gather(raw, seq_axis, source.reshape(shape).expand(raw.shape))
+
+    @classmethod
+    def sequence_mask_raw(cls, lengths: Any, maxlen: Any) -> Any:
+        return torch.arange(as_int(maxlen)) < lengths.unsqueeze(-1)
+
+    # --- reductions and products ---------------------------------------------------------------------
+    @classmethod
+    def reduce_raw(cls, raw: Any, mode: str, axes: Sequence[int]) -> Any:
+        if mode in ("argmax", "argmin"):
+            (axis,) = axes
+            fn = torch.argmax if mode == "argmax" else torch.argmin
+            return fn(raw, dim=axis).to(torch.int32)
+        if not axes:
+            return raw
+        return _REDUCE[mode](raw, tuple(axes))
+
+    @classmethod
+    def matmul_raw(cls, a: Any, b: Any) -> Any:
+        return torch.matmul(a, b)
+
+    @classmethod
+    def softmax_raw(cls, raw: Any, axis: int, log: bool) -> Any:
+        return torch.log_softmax(raw, dim=axis) if log else torch.softmax(raw, dim=axis)
+
+    @classmethod
+    def cumsum_raw(cls, raw: Any, axis: int, reverse: bool) -> Any:
+        if reverse:
+            return torch.flip(torch.cumsum(torch.flip(raw, [axis]), dim=axis, dtype=raw.dtype), [axis])
+        return torch.cumsum(raw, dim=axis, dtype=raw.dtype)  # torch would widen int32 to int64
+
+    # --- randomness -----------------------------------------------------------------------------------
+    @classmethod
+    def dropout_raw(cls, raw: Any, rate: float, noise_shape: Optional[Sequence[Any]]) -> Any:
+        shape = raw.shape if noise_shape is None else [as_int(n) for n in noise_shape]
+        keep = torch.rand(shape, dtype=raw.dtype) >= rate
+        return raw * (1.0 / (1.0 - rate)) * keep.to(raw.dtype)
+
+    @classmethod
+    def random_raw(cls, shape: Sequence[Any], distribution: str, dtype: str, **kwargs) -> Any:
+        shape, dt = [as_int(n) for n in shape], torch_dtype(dtype)
+        if distribution == "uniform":
+            low, high = kwargs.get("minval", 0), kwargs.get("maxval", 1)
+            if not dt.is_floating_point:
+                return torch.randint(int(low), int(high), shape, dtype=dt)
+            return torch.rand(shape, dtype=dt) * (high - low) + low
+        if distribution == "normal":
+            return torch.randn(shape, dtype=dt) * kwargs.get("stddev", 1.0) + kwargs.get("mean", 0.0)
+        if distribution == "truncated_normal":  # TF: redrawn outside 2 standard deviations
+            mean, stddev = kwargs.get("mean", 0.0), kwargs.get("stddev", 1.0)
+            return torch.nn.init.trunc_normal_(torch.empty(shape, dtype=dt), mean, stddev, mean - 2 * stddev,
+                                               mean + 2 * stddev)
+        raise ValueError(f"unknown distribution {distribution!r}")
+
+    # --- control flow: eager, so plain Python ------------------------------------------------------------
+    @classmethod
+    def cond_raw(cls, pred: Any, true_fn, false_fn) -> Any:
+        return true_fn() if bool(pred) else false_fn()
+
+    @classmethod
+    def while_loop_raw(cls, cond, body, initial) -> Any:
+        state = list(initial)
+        while bool(cond(*state)):
+            state = list(body(*state))
+        return state
+
+    @classmethod
+    def scan_raw(cls, step, elems, initial) -> Any:
+        """tf.scan over lists: `step(states, frames)` for axis 0 of every tensor of `elems`; each state stacked."""
+        state = list(initial)
+        outputs = [[] for _ in state]
+        for t in range(elems[0].shape[0]):
+            state = list(step(state, [e[t] for e in elems]))
+            for out, s in zip(outputs, state):
+                out.append(s)
+        return [torch.stack(out) if out else s.new_zeros((0,) + tuple(s.shape)) for out, s in zip(outputs, initial)]
+
+    @classmethod
+    def name_scope_raw(cls, name: str):
+        return contextlib.nullcontext()
+
+    # --- checks --------------------------------------------------------------------------------------------
+    @classmethod
+    def assert_equal_raw(cls, a: Any, b: Any, message: str) -> Any:
+        """Checks at once (eager): a ValueError with `message` unless a == b everywhere."""
+        if not bool(torch.all(a == b)):
+            raise ValueError(message)
+        return None
+
+    @classmethod
+    def with_dependencies_raw(cls, raw: Any, dependencies: Sequence[Any]) -> Any:
+        return raw

@@ -1,0 +1,49 @@
+"""The PyTorch backend's recurrences: Python loops over time with the TensorFlow backend's gate layouts."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import torch
+
+
+class RecurrentOps:
+    """LSTM (gates i, f, c, o), GRU (z, r, h; reset before the recurrent matmul) and simple RNN steps over
+    time-major inputs projected before the loop (`xw` = x W + b)."""
+
+    @classmethod
+    def lstm_raw(cls, xw: Any, rec_weight: Any, state_h: Any, state_c: Any):
+        h, cell = state_h, state_c
+        hs, cells = [], []
+        for t in range(xw.shape[0]):
+            i, f, c, o = torch.chunk(xw[t] + torch.matmul(h, rec_weight), 4, dim=-1)
+            cell = torch.sigmoid(f) * cell + torch.sigmoid(i) * torch.tanh(c)
+            h = torch.sigmoid(o) * torch.tanh(cell)
+            hs.append(h)
+            cells.append(cell)
+        return _stack(hs, state_h), _stack(cells, state_c)
+
+    @classmethod
+    def gru_raw(cls, xw: Any, rec_weight: Any, state: Any) -> Any:
+        n = rec_weight.shape[0]
+        gates_weights, candidate_weights = rec_weight[:, :2 * n], rec_weight[:, 2 * n:]
+        h, hs = state, []
+        for t in range(xw.shape[0]):
+            gates = torch.sigmoid(xw[t, :, :2 * n] + torch.matmul(h, gates_weights))
+            update, reset = gates[:, :n], gates[:, n:]
+            candidate = torch.tanh(xw[t, :, 2 * n:] + torch.matmul(reset * h, candidate_weights))
+            h = update * h + (1.0 - update) * candidate
+            hs.append(h)
+        return _stack(hs, state)
+
+    @classmethod
+    def rnn_raw(cls, xw: Any, rec_weight: Any, state: Any, activation: Callable[[Any], Any]) -> Any:
+        h, hs = state, []
+        for t in range(xw.shape[0]):
+            h = activation(xw[t] + torch.matmul(h, rec_weight))
+            hs.append(h)
+        return _stack(hs, state)
+
+
+def _stack(steps, state):
+    return torch.stack(steps) if steps else state.new_zeros((0,) + tuple(state.shape))
