@@ -262,20 +262,26 @@ class LoopUnit:
             runs[inputs.ctx] = self._run_until_end(inputs) if self.runs_until_end() else self._run_loop(inputs)
         return runs[inputs.ctx]
 
+    def _loop_layers(self, inputs):
+        """Runs what the loop reads from outside ("base:" layers: once, before the loop); returns the layers
+        read through "prev:" (by path) and the layers stacked over the loop (by name)."""
+        body: LoopBody = self.subnetwork
+        for dep in external_dependencies(self, body):
+            inputs.value(dep)
+        names = ["output"] + [n for n in self.accumulated if n != "output"]
+        return ({path: body.get_layer(path, None, "from") for path in body.prev_layers},
+                {name: body.get_layer(name, None, "from") for name in names})
+
     def _run_loop(self, inputs) -> Dict[str, Any]:
         body: LoopBody = self.subnetwork
         time = self.loop_dim()
-        for dep in external_dependencies(self, body):
-            inputs.value(dep)  # "base:" layers: computed once, before (outside) the loop
+        layers, outs = self._loop_layers(inputs)
         xs = {"i": rf.range_over_dim(time)}
         if self.sources:
             xs["source"] = inputs.x
         for key in self._frame_extern():
             if key != "source":
                 xs[key] = inputs.extern(key)
-        names = ["output"] + [n for n in self.accumulated if n != "output"]
-        layers = {path: body.get_layer(path, None, "from") for path in body.prev_layers}
-        outs = {name: body.get_layer(name, None, "from") for name in names}
         initial = {"prev": {path: self._initial_output(path, layer.output) for path, layer in layers.items()},
                    "out": {name: rf.zeros(layer.output.dims, dtype=layer.output.dtype,
                                           sparse_dim=layer.output.sparse_dim) for name, layer in outs.items()}}
@@ -294,11 +300,7 @@ class LoopUnit:
         A sequence's length is the number of steps before its first 'end' (RETURNN's include_eos=False)."""
         body: LoopBody = self.subnetwork
         time = self.loop_dim()
-        for dep in external_dependencies(self, body):
-            inputs.value(dep)
-        layers = {path: body.get_layer(path, None, "from") for path in body.prev_layers}
-        names = ["output"] + [n for n in self.accumulated if n != "output"]
-        outs = {name: body.get_layer(name, None, "from") for name in names}
+        layers, outs = self._loop_layers(inputs)
         end_layer = body.layers["end"]
         zero = rf.convert_to_tensor(0, dtype="int32")
         state = {"i": zero, "ended": rf.full([batch_dim], False, dtype="bool"),
