@@ -3,7 +3,7 @@
 from netcompiler.errors import DimMismatchError
 from netcompiler.layer_base import NONE_TYPE, LayerBase, MissingOptionError, Option, ParamSpec
 from netcompiler import frontend as rf
-from netcompiler.tensor import Dim
+from netcompiler.tensor import FEATURE, Dim
 
 from .activations import activate, check_activation
 
@@ -51,8 +51,16 @@ class LinearLayer(LayerBase):
                                      layer=self.name, option="n_out")
         return self.new_feature_dim(n_out)
 
+    def weight_in_dim(self) -> Dim:
+        """The weights' input dim: the input's feature (or class) dim, or a Dim of its own of the same size where
+        that is the output's feature dim too (a layer that maps a dim onto itself, e.g. from its own 'prev:')."""
+        in_dim = self.projected_in_dim()
+        if in_dim == self.output.feature_dim:
+            return self.new_dim(in_dim.size, FEATURE, f"{self.name}:in")
+        return in_dim
+
     def make_params(self):
-        in_dim, out_dim = self.projected_in_dim(), self.output.feature_dim
+        in_dim, out_dim = self.weight_in_dim(), self.output.feature_dim
         shape = (out_dim, in_dim) if self.opts["use_transposed_weights"] else (in_dim, out_dim)
         params = {"W": ParamSpec(shape, self.opts["forward_weights_init"])}
         if self.opts["with_bias"]:
@@ -62,7 +70,10 @@ class LinearLayer(LayerBase):
     def emit(self, inputs):
         x = inputs.x
         weights = inputs.param("W")
-        in_dim = self.projected_in_dim()
+        in_dim = self.weight_in_dim()
+        if in_dim != self.projected_in_dim():
+            x = rf.replace_dim(x, in_dim=self.projected_in_dim(), out_dim=in_dim) if x.sparse_dim is None \
+                else x.copy(sparse_dim=in_dim)
         if x.sparse_dim is not None:
             y = rf.gather(weights, indices=x, axis=in_dim)
         else:

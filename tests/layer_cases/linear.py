@@ -4,6 +4,10 @@ import numpy as np
 
 from layer_harness import ErrorCase, LayerCase
 from netcompiler.errors import InvalidOptionError, MissingOptionError, UnknownOptionError
+from netcompiler.tensor import FeatureDim, SpatialDim, batch_dim
+
+# a config's own dims: a linear layer whose output feature dim is its input's
+OWN_TIME, OWN_FEATURE = SpatialDim("own-time"), FeatureDim("own-feature", 4)
 
 
 def _softmax(z):
@@ -17,6 +21,14 @@ def _two_sources(x, p):
 
 
 CASES = [
+    LayerCase(
+        "linear-maps-a-dim-onto-itself",
+        {"output": {"class": "linear", "out_dim": OWN_FEATURE, "from": "data"}},
+        {"output": "[B, T|'own-time', F|'own-feature'(4)] float32"},
+        extern_data={"data": {"dims": [batch_dim, OWN_TIME, OWN_FEATURE]}},
+        params={"output": {"W": (4, 4), "b": (4,)}},
+        reference=lambda x, lengths, p: {"output": x["data"] @ p["output/W"] + p["output/b"]},
+    ),
     LayerCase(
         "linear-dense",
         {"output": {"class": "linear", "n_out": 5, "activation": "tanh", "from": "data"}},
