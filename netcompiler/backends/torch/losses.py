@@ -1,11 +1,12 @@
 """The PyTorch backend's ops for losses: packing valid frames, one-hot vectors, cross entropies, CTC (loss
-with `torch.nn.functional.ctc_loss`, greedy decoding, label collapsing) and edit distance (a small dynamic
-programme per sequence), each with the meaning the TensorFlow backend's op has."""
+with `torch.nn.functional.ctc_loss`, greedy decoding and a prefix beam search, label collapsing) and edit
+distance (a small dynamic programme per sequence), each with the meaning the TensorFlow backend's op has."""
 
 from __future__ import annotations
 
 from typing import Any, List, Optional
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
@@ -23,6 +24,32 @@ def _padded(rows: List[List[int]], fill: int) -> Any:
 
 def _rows(labels: Any, lengths: Any) -> List[List[int]]:
     return [labels[b, :int(n)].tolist() for b, n in enumerate(lengths)]
+
+
+def _prefix_beam_search(log_probs: Any, blank: int, beam_width: int) -> List[int]:
+    """The most probable labelling of one sequence's frames [T, classes] (log probabilities) under CTC, by a
+    prefix beam search keeping `beam_width` prefixes, as TF's ctc_beam_search_decoder (repeats not merged)."""
+    beams = {(): (0.0, -np.inf)}  # prefix -> (log p ending in blank, log p ending in its last label)
+    for frame in log_probs:
+        new = {}
+
+        def add(prefix, blank_p=-np.inf, label_p=-np.inf):
+            old_blank, old_label = new.get(prefix, (-np.inf, -np.inf))
+            new[prefix] = (np.logaddexp(old_blank, blank_p), np.logaddexp(old_label, label_p))
+
+        for prefix, (p_blank, p_label) in beams.items():
+            total = np.logaddexp(p_blank, p_label)
+            add(prefix, blank_p=total + frame[blank])
+            if prefix:  # the last label repeated without a blank between: the same prefix
+                add(prefix, label_p=p_label + frame[prefix[-1]])
+            for c in range(len(frame)):
+                if c == blank:
+                    continue
+                from_parent = p_blank if prefix and c == prefix[-1] else total
+                add(prefix + (c,), label_p=from_parent + frame[c])
+        ranked = sorted(new.items(), key=lambda item: -np.logaddexp(*item[1]))
+        beams = dict(ranked[:beam_width])
+    return list(max(beams.items(), key=lambda item: np.logaddexp(*item[1]))[0])
 
 
 class LossOps:
@@ -53,14 +80,28 @@ class LossOps:
     @classmethod
     def ctc_loss_raw(cls, logits: Any, logit_lengths: Any, labels: Any, label_lengths: Any, blank_index: int) -> Any:
         blank = blank_index % logits.shape[-1]
-        return F.ctc_loss(torch.log_softmax(logits, dim=-1), labels.to(torch.int64), logit_lengths.to(torch.int64),
-                          label_lengths.to(torch.int64), blank=blank, reduction="none", zero_infinity=False)
+        args = (labels.to(torch.int64), logit_lengths.to(torch.int64), label_lengths.to(torch.int64))
+        loss = F.ctc_loss(torch.log_softmax(logits, dim=-1), *args, blank=blank, reduction="none",
+                          zero_infinity=True)
+        with torch.no_grad():
+            infeasible = torch.isinf(F.ctc_loss(torch.log_softmax(logits, dim=-1), *args, blank=blank,
+                                                reduction="none"))
+        if not bool(infeasible.any()):
+            return loss
+        # as TF: a sequence without a valid path costs inf, and its logits get the gradient softmax(logits) (the
+        # gradient of the sum of its frames' logsumexp); torch would give NaN
+        valid = torch.arange(logits.shape[0]).unsqueeze(1) < logit_lengths.unsqueeze(0)  # [T, B]
+        pull = torch.sum(torch.where(valid, torch.logsumexp(logits, dim=-1), 0.0), dim=0)
+        pull = torch.where(infeasible, pull, torch.zeros_like(pull))
+        return loss + (pull - pull.detach()) + torch.where(infeasible, float("inf"), 0.0).to(loss.dtype)
 
     @classmethod
     def ctc_decode_raw(cls, logits: Any, lengths: Any, beam_width: int):
-        if beam_width != 1:
-            raise NotImplementedError("the torch backend does not implement CTC beam search (beam_width > 1)")
         blank = logits.shape[-1] - 1
+        if beam_width > 1:
+            log_probs = torch.log_softmax(logits.detach(), dim=-1).to(torch.float64).numpy()
+            return _padded([_prefix_beam_search(log_probs[:int(n), b], blank, beam_width)
+                            for b, n in enumerate(lengths)], -1)
         best = torch.argmax(logits, dim=-1).t()  # [B, T]
         rows = []
         for b, n in enumerate(lengths):
