@@ -272,8 +272,7 @@ def test_second_run_refuses_and_a_killed_holder_is_taken_over(trained, tmp_path)
             first.kill()
             first.wait()
     run = assert_resumes(workdir, before, after_epoch=2)
-    assert any(f"took over the lock 'out/model.lock' left by a process that ended (pid {first.pid})" in line
-               for line in run.user_stderr), run
+    assert f"took over the lock 'out/model.lock' left by a process that ended (pid {first.pid})" in run.stdout, run
 
 
 # ------------------------------------------------------------------------------------------ damaged, read-only

@@ -133,8 +133,8 @@ class Session:
                 return False
             raise
         if lock.took_over:
-            print(f"notice: took over the lock '{lock.path}' left by a process that ended "
-                  f"(pid {lock.took_over.get('pid', '?')})", file=sys.stderr)
+            print(f"took over the lock '{lock.path}' left by a process that ended "
+                  f"(pid {lock.took_over.get('pid', '?')})", file=self.log)  # like "resuming after": not a warning
         self.lock = lock
         return True
 
@@ -190,6 +190,8 @@ class Session:
         trainer = Trainer(self.model, optimizer, self.batching(), clip_gradients_fn(values),
                           stop_on_nonfinite=bool(self.config.get("stop_on_nonfinite_train_score", True)),
                           log=self.log)
+        train_data = self.dataset("train")  # mistakes in the datasets are found before the lock makes the folder
+        dev_data = self.dataset("dev", required=False)
         self.lock_model("train")
         checkpoints = CheckpointManager(self.model_prefix)
         optimizer.build(self.model.trainable_params)  # its slots must exist before a checkpoint restores them
@@ -198,8 +200,6 @@ class Session:
         # Rates chosen for epochs that never reached a checkpoint are not history: the config (perhaps changed
         # since, e.g. a lower learning_rate after a non-finite loss) decides them anew.
         learning_rates.forget_after(start_epoch - 1)
-        train_data = self.dataset("train")
-        dev_data = self.dataset("dev", required=False)
         loss_names, error_names = self.loss_names()
         summary = tf.summary.create_file_writer(os.path.join(os.path.dirname(self.model_prefix) or ".", "tensorboard"))
         last_checkpoint = checkpoints.latest_path()
