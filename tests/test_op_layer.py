@@ -1,5 +1,5 @@
-"""The core under every layer: Tensor, the op layer (rf) on the TensorFlow backend, the run context's sizes
-and masks, derived batch dims (batch x beam)."""
+"""The core under every layer: Tensor, the op layer (rf) on the TensorFlow backend (and the PyTorch one, where
+installed), the run context's sizes and masks, derived batch dims (batch x beam)."""
 
 import subprocess
 import sys
@@ -16,10 +16,12 @@ from netcompiler.tensor import BATCH, Data, Dim, FeatureDim, SpatialDim, Tensor,
 LENGTHS = np.array([4, 2, 1], dtype=np.int32)
 
 
-@pytest.fixture
-def run():
-    """A run context with batch 3 and a time dim of lengths 4, 2, 1."""
-    with run_context(LENGTHS) as ctx:
+@pytest.fixture(params=["tensorflow", "torch"])
+def run(request):
+    """A run context with batch 3 and a time dim of lengths 4, 2, 1, on each backend (torch: if installed)."""
+    if request.param == "torch":
+        pytest.importorskip("torch", reason="PyTorch is an optional extra (pip install -e '.[torch]')")
+    with run_context(LENGTHS, backend=request.param) as ctx:
         yield ctx
 
 

@@ -11,10 +11,13 @@ from netcompiler.tensor import FeatureDim, SpatialDim, batch_dim
 TF = get_backend("tensorflow")
 
 
-@pytest.fixture
-def run():
-    """A run context with batch 2 and a time dim of lengths 3, 1 (padded to 3)."""
-    with run_context([3, 1]) as ctx:
+@pytest.fixture(params=["tensorflow", "torch"])
+def run(request):
+    """A run context with batch 2 and a time dim of lengths 3, 1 (padded to 3), on each backend (torch: if
+    installed)."""
+    if request.param == "torch":
+        pytest.importorskip("torch", reason="PyTorch is an optional extra (pip install -e '.[torch]')")
+    with run_context([3, 1], backend=request.param) as ctx:
         yield ctx
 
 
