@@ -319,7 +319,7 @@ class CoreOps:
     def dropout_raw(cls, raw: Any, rate: float, noise_shape: Optional[Sequence[Any]]) -> Any:
         shape = raw.shape if noise_shape is None else [as_int(n) for n in noise_shape]
         keep = torch.rand(shape, dtype=raw.dtype) >= rate
-        return raw * (1.0 / (1.0 - rate)) * keep.to(raw.dtype)
+        return torch.where(keep, raw * (1.0 / (1.0 - rate)), 0.0)  # as TF: a dropped inf or NaN is 0 too
 
     @classmethod
     def random_raw(cls, shape: Sequence[Any], distribution: str, dtype: str, **kwargs) -> Any:
