@@ -13,7 +13,10 @@ def layer_record(layer) -> Dict[str, Any]:
     record = {"name": layer.name, "class": layer.layer_class}
     record.update(layer.output.to_json())
     record["params"] = {name: list(spec.sizes) for name, spec in layer.params.items()}
-    record["from"] = [src.name for src in layer.sources]
+    record["from"] = [_shown(src).name for src in layer.sources]
+    prev = [_shown(dep).name for dep in layer.dependencies() if dep.layer_class == "prev"]
+    if prev:
+        record["from_prev_step"] = prev
     if getattr(layer, "loss", None) is not None:
         record["loss"] = layer.loss.loss_class
         # a loss without a target (as_is, ...) has none to name
@@ -56,9 +59,20 @@ def format_dot(network: Network) -> str:
         label = f"{layer.name}\\n{layer.layer_class}"
         lines.append(f"  {_quote(layer.name)} [label={_quote(label)}];")
         for dep in layer.dependencies():
-            lines.append(f"  {_quote(dep.name)} -> {_quote(layer.name)} [label={_quote(dep.output.describe())}];")
+            if dep.layer_class == "step_index":
+                continue  # ":i" is no layer of its own
+            label = ("prev: " if dep.layer_class == "prev" else "") + dep.output.describe()
+            style = ", style=dashed" if dep.layer_class == "prev" else ""
+            lines.append(f"  {_quote(_shown(dep).name)} -> {_quote(layer.name)} [label={_quote(label)}{style}];")
     lines.append("}")
     return "\n".join(lines)
+
+
+def _shown(layer):
+    """The layer a dump names for `layer`: for a loop body's "prev:x" placeholder, x (its previous step)."""
+    if layer.layer_class == "prev":
+        return layer.network.layers.get(layer.of.split("/", 1)[0], layer)
+    return layer
 
 
 def _quote(text: str) -> str:

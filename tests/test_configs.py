@@ -101,6 +101,10 @@ EXPECTED_PARAMS = {
     + 512 + (256 * 500 + 500),
     # norm over time, params per mel band 2*80; linear 5*80=400 -> 256: 102400 + 256;
     # lstm 256 -> 256: 1024 * 513; softmax 256 -> 500: 128000 + 500
+    # loop bodies: linear (9 + 20) -> 20 with bias; softmax 20 -> 2
+    "12ax-loop-rnn.py": (29 * 20 + 20) + (20 * 2 + 2),
+    # four gates (9 + 10) -> 10 with bias; softmax 10 -> 2
+    "12ax-loop-lstm.py": 4 * (19 * 10 + 10) + (10 * 2 + 2),
     "custom-dims.py": 2 * 80 + (400 * 256 + 256) + 1024 * (256 + 256 + 1) + (256 * 500 + 500),
 }
 
