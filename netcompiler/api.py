@@ -81,7 +81,8 @@ class LoadedNetwork:
                 backend: str = "tensorflow", training: bool = False) -> Dict[str, LayerOutput]:
         """Every built layer's output for these inputs (a loop body's layers: only those read from outside as
         "rec/x", stacked over the loop; NumPy arrays laid out as extern_data says; `seq_lens`:
-        per key, the lengths of its dynamic time axis, default: all full)."""
+        per key, the lengths of its dynamic time axis, default: all full). Layers that need an input not given
+        (e.g. a loss target) are left out."""
         model = self.model(backend)
         inputs = {key: np.asarray(value) for key, value in inputs.items()}
         lengths = dict(seq_lens or {})
@@ -95,17 +96,39 @@ class LoadedNetwork:
             if data.time_dim is not None and data.time_dim.is_dynamic and key not in lengths:
                 full = value.shape[data.time_dim_axis]
                 lengths[key] = np.full([value.shape[data.batch_dim_axis]], full, np.int32)
-        ctx = model.forward(inputs, lengths, training=training)
+        ctx = model.forward(inputs, lengths, training=training, emit_all=False)
         outputs = {}
+        computable = _computable(self.network, set(inputs))
         with ctx.run:
             for layer in self.network.all_layers():
-                if layer.network.inside_loop:
-                    continue  # a value per step only; what is read from outside ("rec/x") is stacked over time
+                if layer.network.inside_loop or not computable(layer):
+                    continue  # inside a loop: a value per step only; what is read from outside ("rec/x") is stacked
                 tensor = ctx.value(layer)
                 sizes = {dim: np.asarray(model.backend.to_numpy(ctx.run.size(dim).raw))
                          for dim in layer.output.dynamic_dims}
                 outputs[layer.name] = LayerOutput(model.backend.to_numpy(tensor.raw), layer.output, sizes)
         return outputs
+
+
+def _computable(network: Network, given: set):
+    """A predicate: can `layer` be computed from the extern data keys `given`? A layer cannot when it reads,
+    directly or through other layers (a nested network's layers also through their owner), the source of a key
+    that was not given."""
+    known: Dict[int, bool] = {}
+
+    def check(layer) -> bool:
+        key = id(layer)
+        if key not in known:
+            known[key] = True  # a guard against cycles through a nested network's owner
+            owner = getattr(layer.network, "owner", None)
+            if layer.layer_class == "source" and layer.network.parent is None:
+                known[key] = layer.opts["data_key"] in given
+            else:
+                deps = list(layer.dependencies()) + ([owner] if owner is not None and owner is not layer else [])
+                known[key] = all(check(dep) for dep in deps)
+        return known[key]
+
+    return check
 
 
 class ParamValues(MutableMapping):

@@ -17,6 +17,24 @@ def test_load_network_from_a_shipped_config_file():
     assert net.params["lstm/W"].shape == (9, 40)
 
 
+def test_forward_without_the_loss_target_gives_what_the_inputs_allow():
+    net = netcompiler.load_network("configs/demo-12ax-lstm.py")
+    x = np.random.RandomState(0).randn(2, 5, 9).astype("float32")
+    out = net.forward({"data": x}, {"data": [5, 3]})
+    assert sorted(out) == ["data", "lstm", "output"]  # not the target data:classes
+    assert out["output"].value.shape == (2, 5, 2)
+
+
+def test_forward_on_the_torch_backend_gives_the_same_values():
+    pytest.importorskip("torch", reason="the PyTorch backend is an optional extra: pip install -e '.[torch]'")
+    net = netcompiler.load_network("configs/demo-12ax-lstm.py")
+    x = np.random.RandomState(1).randn(2, 5, 9).astype("float32")
+    tf_out = net.forward({"data": x}, {"data": [5, 3]})["output"].value
+    torch_out = net.forward({"data": x}, {"data": [5, 3]}, backend="torch")["output"].value
+    np.testing.assert_allclose(torch_out[0], tf_out[0], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(torch_out[1, :3], tf_out[1, :3], rtol=1e-5, atol=1e-6)
+
+
 def test_forward_gives_every_layer_as_numpy_with_its_template():
     net = netcompiler.load_network(NET, extern_data={"data": {"dim": 4}})
     rng = np.random.RandomState(0)

@@ -53,14 +53,17 @@ class CompiledNetwork:
         return [self.params[name] for name, t in self.param_tensors.items() if self.backend.is_trainable(t.raw)]
 
     # --- the forward pass ---------------------------------------------------------------------
-    def forward(self, inputs: Dict[str, Any], lengths: Dict[str, Any], training: bool) -> EmitContext:
+    def forward(self, inputs: Dict[str, Any], lengths: Dict[str, Any], training: bool,
+                emit_all: bool = True) -> EmitContext:
         """Emits every built layer for these inputs (raw tensors or arrays, laid out as extern_data says);
-        the returned context holds every layer's output as a Tensor."""
+        the returned context holds every layer's output as a Tensor. With `emit_all` False, layers are
+        emitted when asked for (`ctx.value`), so that inputs a caller does not need may be left out."""
         run = rf.RunContext(self.backend, training=training)
         with run:
             extern = self._extern_tensors(run, inputs, lengths)
             ctx = EmitContext(self.network, run, self.param_tensors, extern)
-            ctx.emit_all()
+            if emit_all:
+                ctx.emit_all()
         return ctx
 
     def _extern_tensors(self, run: rf.RunContext, inputs: Dict[str, Any], lengths: Dict[str, Any]) -> Dict[str, Tensor]:
