@@ -60,7 +60,7 @@ class PrevLayer(PlaceholderLayer, register=False):
         super().__init__(name, network, template)
 
     def emit(self, inputs):
-        return inputs.ctx.loop_state.prev[self.of]
+        return inputs.loop_state.prev[self.of]
 
 
 class StepIndexLayer(PlaceholderLayer, register=False):
@@ -69,7 +69,7 @@ class StepIndexLayer(PlaceholderLayer, register=False):
     layer_class = "step_index"
 
     def emit(self, inputs):
-        return inputs.ctx.loop_state.step_index
+        return inputs.loop_state.step_index
 
 
 def same_template(a: Data, b: Data) -> bool:

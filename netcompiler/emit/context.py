@@ -2,7 +2,7 @@
 
 A layer's `emit(inputs)` gets a `LayerInputs`: its (concatenated) input, its
 sources, its parameters and other layers' values, all as Tensors. A nested
-network (a subnetwork, later a loop body) runs in a context of its own whose
+network (a subnetwork; each step of a loop body) runs in a context of its own whose
 parent is the context of the network around it; `value()` of a layer of
 another network goes to that network's context. The run's sizes and masks are
 in the `RunContext` (`netcompiler.frontend.run_ctx`) that the pass runs in.
@@ -38,7 +38,6 @@ class EmitContext:
         """Extern data key -> Tensor; inside a nested network, what its "data" and "data:KEY" are."""
         self.parent = parent
         self.loop_state = loop_state
-        self.root: EmitContext = parent.root if parent is not None else self
         self._values: Dict[int, Tensor] = {}
         self._logits: Dict[int, Tensor] = {}
         if loop_state is None:
@@ -135,6 +134,11 @@ class LayerInputs:
         return self.ctx.run
 
     @property
+    def loop_state(self) -> Optional[LoopState]:
+        """In a step of a loop body: its "prev:" values and ":i"; else None."""
+        return self.ctx.loop_state
+
+    @property
     def sources(self) -> List[Tensor]:
         return [self.ctx.value(src) for src in self.layer.sources]
 
@@ -150,7 +154,7 @@ class LayerInputs:
         else:
             x = rf.concat(*[(s, s.feature_dim) for s in sources], out_dim=data.feature_dim)
             x = rf.permute(x, data.dims)
-        return dropout(layer, x.with_data(data) if x.dims == data.dims else x)
+        return dropout(layer, x.with_data(data))
 
     def value(self, layer) -> Tensor:
         return self.ctx.value(layer)

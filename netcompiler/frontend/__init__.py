@@ -15,8 +15,9 @@ from .array import (
     one_hot, pack_padded, squeeze, stack, zeros, zeros_like,
 )
 from .conv import conv, pool
-from .loops import assert_equal, cond, scan, while_loop, with_dependencies
-from .loop import step_stack, step_stack_stack, step_stack_write
+from .loops import (
+    assert_equal, cond, scan, step_stack, step_stack_stack, step_stack_write, while_loop, with_dependencies,
+)
 from .loss import (
     binary_cross_entropy, collapse_repeated, ctc_decode, ctc_loss, edit_distance, softmax_cross_entropy_with_logits,
 )

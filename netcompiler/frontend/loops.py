@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, List, Sequence
 
-from ..tensor import Dim, Tensor
+from ..tensor import Data, Dim, Tensor
 from ._dispatch import backend_for
 from .array import convert_to_tensor, gather, permute, range_over_dim
 from .math import where
@@ -147,3 +147,24 @@ def _last_frame_index(dim: Dim):
         return max(length - 1, 0)
     backend = backend_for()
     return convert_to_tensor(backend.combine_raw(length, "sub", backend.convert_to_raw(1, "int32")), dtype="int32")
+
+
+# --- per-step values of a loop of unknown length ----------------------------------------------------------
+def step_stack(template: Data) -> Tensor:
+    """An empty stack of per-step values laid out as `template` (a `while_loop` may carry it in its state)."""
+    return Tensor(template, backend_for().step_stack_new_raw(template.dtype))
+
+
+def step_stack_write(stack: Tensor, index: Tensor, value: Tensor) -> Tensor:
+    """`stack` with `value` (the template's dims, any order) as entry `index` (a scalar int32 Tensor)."""
+    if set(value.dims) != set(stack.dims) or value.dtype != stack.dtype:
+        raise ValueError(f"step_stack_write: {value.data.describe()} {value.dtype} does not fit the stack's "
+                         f"{stack.data.describe()} {stack.dtype}")
+    backend = backend_for(index, value)
+    return Tensor(stack.data, backend.step_stack_write_raw(stack.raw, index.raw, permute(value, stack.dims).raw))
+
+
+def step_stack_stack(stack: Tensor, dim: Dim) -> Tensor:
+    """The entries written, stacked along `dim` in front (its length: the number of steps written)."""
+    raw = backend_for().step_stack_stack_raw(stack.raw)
+    return Tensor(stack.data.copy(dims=(dim,) + stack.dims, time_dim=dim), raw)

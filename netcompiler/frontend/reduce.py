@@ -11,7 +11,8 @@ from typing import Sequence, Union
 from ..tensor import Data, Dim, Tensor
 from ._dispatch import backend_for
 from .array import masked, permute, sequence_mask
-from .math import cast
+from .math import cast, combine, stop_gradient, where
+from .run_ctx import get_run_ctx
 
 REDUCE_MODES = ("sum", "mean", "max", "min", "prod", "logsumexp", "any", "all", "argmax", "argmin")
 
@@ -74,8 +75,6 @@ def reduce(x: Tensor, *, mode: str, axis: Union[Dim, Sequence[Dim]], use_mask: b
 def _count(ones: Tensor, x: Tensor, axes):
     """How many valid frames each reduced slice of `x` has: the mask's ones summed over the reduced axes
     (broadcast over the reduced dims the mask lacks)."""
-    from .run_ctx import get_run_ctx
-
     counted = reduce(ones, mode="sum", axis=[d for d in axes if ones.has_dim(d)], use_mask=False)
     static = 1  # the static lengths multiply in as one constant of the right dtype (no cast op)
     for d in axes:
@@ -84,28 +83,17 @@ def _count(ones: Tensor, x: Tensor, axes):
             if isinstance(value, int):
                 static *= value
             else:
-                counted = counted * cast(_size_scalar(value, x), x.dtype)
+                counted = counted * cast(Tensor(Data("size", (), "int32"), value), x.dtype)
     return counted if static == 1 else counted * float(static)
 
 
 def _masked_sum(x: Tensor, mask: Tensor, axes) -> Tensor:
     """The sum of `x` over `axes` where `mask` holds: first over the axes the mask lacks, then the partial sums
     masked (no broadcast of the mask to all of `x`) and summed over the rest."""
-    from .math import where
-
     inner = [d for d in axes if not mask.has_dim(d)]
     if inner:
         x = reduce(x, mode="sum", axis=inner, use_mask=False)
     return reduce(where(mask, x, 0), mode="sum", axis=[d for d in axes if d not in inner], use_mask=False)
-
-
-def _size_scalar(value, like: Tensor):
-    from .array import convert_to_tensor
-
-    backend = backend_for(like)
-    if isinstance(value, int):
-        return convert_to_tensor(value, dtype="int32", backend=backend)
-    return Tensor(Data("size", (), "int32"), value)
 
 
 def reduce_sum(x: Tensor, *, axis, use_mask: bool = True) -> Tensor:
@@ -186,8 +174,6 @@ def log_softmax(x: Tensor, *, axis: Dim, use_mask: bool = True) -> Tensor:
 def moments(x: Tensor, *, axis: Union[Dim, Sequence[Dim]], use_mask: bool = True):
     """(mean, variance) of `x` over `axis` (the population variance); with `use_mask`, over the valid frames only
     (padding of the dims `masked_dims` names; one mask for both)."""
-    from .math import combine, stop_gradient
-
     axes = _as_list(axis)
     mask = sequence_mask(masked_dims(x, axes), like=x) if use_mask else None
     if mask is None:
