@@ -2,7 +2,7 @@
 
 `LoopUnit` is mixed into `RecLayer`; it holds what only a loop body unit needs:
 the template side (the `LoopBody`, the loop's dim, the sub-layers read from
-outside as "rec/x") and the emission (one `rf.scan` over the loop's dim).
+outside as "rec/x") and the plan the loop runner (`netcompiler.emit.loop_runner`) runs.
 See `RecLayer`'s docstring for the semantics and what is not supported yet.
 """
 
@@ -11,6 +11,7 @@ import weakref
 from typing import Any, Dict, List, Optional
 
 from netcompiler import frontend as rf
+from netcompiler.emit.loop_runner import LoopPlan, run_loop
 from netcompiler.errors import ConfigError, InvalidOptionError, MissingOptionError
 from netcompiler.layer_base import LayerBase
 from netcompiler.loop_body import LoopBody
@@ -259,73 +260,25 @@ class LoopUnit:
         """Runs the loop once per forward pass (context): "output" and every accumulated layer, stacked."""
         runs = self.__dict__.setdefault("_runs", weakref.WeakKeyDictionary())
         if inputs.ctx not in runs:
-            runs[inputs.ctx] = self._run_until_end(inputs) if self.runs_until_end() else self._run_loop(inputs)
+            runs[inputs.ctx] = run_loop(inputs.ctx, self._loop_plan(inputs))
         return runs[inputs.ctx]
 
-    def _loop_layers(self, inputs):
-        """Runs what the loop reads from outside ("base:" layers: once, before the loop); returns the layers
-        read through "prev:" (by path) and the layers stacked over the loop (by name)."""
+    def _loop_plan(self, inputs) -> LoopPlan:
+        """What the loop reads (run first: "base:" layers, extern data, the input) and gives back."""
         body: LoopBody = self.subnetwork
         for dep in external_dependencies(self, body):
             inputs.value(dep)
         names = ["output"] + [n for n in self.accumulated if n != "output"]
-        return ({path: body.get_layer(path, None, "from") for path in body.prev_layers},
-                {name: body.get_layer(name, None, "from") for name in names})
-
-    def _run_loop(self, inputs) -> Dict[str, Any]:
-        body: LoopBody = self.subnetwork
-        time = self.loop_dim()
-        layers, outs = self._loop_layers(inputs)
-        xs = {"i": rf.range_over_dim(time)}
+        frames = {key: inputs.extern(key) for key in self._frame_extern() if key != "source"}
         if self.sources:
-            xs["source"] = inputs.x
-        for key in self._frame_extern():
-            if key != "source":
-                xs[key] = inputs.extern(key)
-        initial = {"prev": {path: self._initial_output(path, layer.output) for path, layer in layers.items()},
-                   "out": {name: rf.zeros(layer.output.dims, dtype=layer.output.dtype,
-                                          sparse_dim=layer.output.sparse_dim) for name, layer in outs.items()}}
-
-        def step(state, frame):
-            extern = {key: value for key, value in frame.items() if key != "i"}
-            ctx = inputs.ctx.loop_step(body, extern, state["prev"], frame["i"])
-            return {"prev": {path: ctx.value(layer) for path, layer in layers.items()},
-                    "out": {name: ctx.value(layer) for name, layer in outs.items()}}
-
-        _, stacked = rf.scan(step, xs=xs, spatial_dim=time, initial=initial)
-        return {name: rf.masked(value, [time], 0) for name, value in stacked["out"].items()}
-
-    def _run_until_end(self, inputs) -> Dict[str, Any]:
-        """The loop of unknown length: step until every sequence's 'end' was true once (or max_seq_len steps).
-        A sequence's length is the number of steps before its first 'end' (RETURNN's include_eos=False)."""
-        body: LoopBody = self.subnetwork
-        time = self.loop_dim()
-        layers, outs = self._loop_layers(inputs)
-        end_layer = body.layers["end"]
-        zero = rf.convert_to_tensor(0, dtype="int32")
-        state = {"i": zero, "ended": rf.full([batch_dim], False, dtype="bool"),
-                 "lengths": rf.zeros([batch_dim], dtype="int32"),
-                 "prev": {path: self._initial_output(path, layer.output) for path, layer in layers.items()},
-                 "stacks": {name: rf.step_stack(layer.output) for name, layer in outs.items()}}
-        max_len = self._max_seq_len_value(inputs)
-
-        def more(s):
-            going = rf.reduce(rf.cast(s["ended"], "int32"), mode="min", axis=batch_dim) < 1
-            return going if max_len is None else going & (s["i"] < max_len)
-
-        def step(s):
-            ctx = inputs.ctx.loop_step(body, {}, s["prev"], s["i"])
-            valid = rf.logical_not(s["ended"] | ctx.value(end_layer))
-            prev = {path: rf.where(valid, ctx.value(layer), s["prev"][path]) for path, layer in layers.items()}
-            stacks = {name: rf.step_stack_write(s["stacks"][name], s["i"], ctx.value(layer))
-                      for name, layer in outs.items()}
-            return {"i": s["i"] + 1, "ended": rf.logical_not(valid), "prev": prev, "stacks": stacks,
-                    "lengths": s["lengths"] + rf.cast(valid, "int32")}
-
-        final = rf.while_loop(more, step, state)
-        inputs.set_size(time, final["lengths"])
-        return {name: rf.masked(rf.step_stack_stack(stack, time), [time], 0)
-                for name, stack in final["stacks"].items()}
+            frames["source"] = inputs.x
+        until_end = self.runs_until_end()
+        return LoopPlan(
+            body=body, time=self.loop_dim(), frames=frames,
+            initial_prev={path: self._initial_output(path, layer.output) for path, layer in body.prev_layers.items()},
+            collect={name: body.get_layer(name, None, "from") for name in names},
+            end=body.layers["end"] if until_end else None,
+            max_len=self._max_seq_len_value(inputs) if until_end else None)
 
     def _max_seq_len_value(self, inputs):
         """The bound of a loop of unknown length (an int or a scalar Tensor), None without max_seq_len."""

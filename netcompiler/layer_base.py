@@ -272,6 +272,15 @@ class LayerBase:
         """Creates the TF ops; returns a tensor laid out as `self.output`."""
         raise NotImplementedError(f"layer class '{self.layer_class}' has no TensorFlow emission yet")
 
+    def initial_step_state(self, inputs) -> Any:
+        """In a loop body: the state this layer carries from step to step at the first step (a nest of Tensors,
+        made in the context around the loop), or None (the default) if it carries none. A layer that overrides
+        this reads `inputs.step_state` and calls `inputs.set_step_state` in its `emit`; it depends on the step."""
+        return None
+
+    step_state_frozen_past_end = True
+    """Whether the step state stays unchanged past a sequence's end (False for a state whose dims grow)."""
+
     def get_sub_layer(self, name: str) -> Optional["LayerBase"]:
         """The sublayer `name` (as in "self/name"), or None if there is none."""
         return None
@@ -416,3 +425,8 @@ def get_layer_class(name: str, layer: str) -> type:
 def registered_layer_classes() -> Dict[str, type]:
     """All registered layer classes by `layer_class` name (what is registered now: see `netcompiler.builtin`)."""
     return LAYER_CLASSES.classes()
+
+
+def has_step_state(layer: LayerBase) -> bool:
+    """Whether `layer`'s class may carry a state from step to step in a loop body."""
+    return type(layer).initial_step_state is not LayerBase.initial_step_state

@@ -18,8 +18,8 @@ time/feature roles. A template that keeps changing for `MAX_ROUNDS` rounds is
 a ConfigError naming the layer.
 
 Afterwards `step_dependent(name)` says whether a layer reads "prev:" or ":i"
-(directly or through other layers of the body): the others compute the same
-thing at every step and can move out of the loop.
+or carries a step state (directly or through other layers of the body): the
+others compute the same thing at every step and can move out of the loop.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from __future__ import annotations
 from typing import Any, Callable, Dict, List, Optional
 
 from .errors import ConfigError
-from .layer_base import LayerBase
+from .layer_base import LayerBase, has_step_state
 from .network import Network
 from .references import STEP_INDEX_TEXT, parse_reference
 from .tensor import Data
@@ -191,7 +191,7 @@ class LoopBody(Network):
         if not self._contains(layer.network):
             return False  # outside the loop: the same at every step
         if id(layer) not in known:
-            known[id(layer)] = any(self._depends_on_step(dep, known) for dep in layer.dependencies())
+            known[id(layer)] = has_step_state(layer) or any(self._depends_on_step(dep, known) for dep in layer.dependencies())
         return known[id(layer)]
 
     def _contains(self, network: Optional[Network]) -> bool:

@@ -236,8 +236,10 @@ class Backend:
         raise _missing(cls, "cond_raw")
 
     @classmethod
-    def while_loop_raw(cls, cond: Callable[..., Any], body: Callable[..., Any], initial: Any) -> Any:
-        """Runs `body` while `cond` holds; `initial` and the body's result are nests of raw tensors."""
+    def while_loop_raw(cls, cond: Callable[..., Any], body: Callable[..., Any], initial: Any,
+                       shapes: Optional[Sequence[Tuple[Optional[int], ...]]] = None) -> Any:
+        """Runs `body` while `cond` holds; `initial` and the body's result are lists of raw tensors. `shapes`: per
+        loop variable, its shape with None where the size may change from step to step."""
         raise _missing(cls, "while_loop_raw")
 
     @classmethod

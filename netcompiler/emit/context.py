@@ -10,7 +10,7 @@ in the `RunContext` (`netcompiler.frontend.run_ctx`) that the pass runs in.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
 from .. import frontend as rf
@@ -20,10 +20,14 @@ from ..tensor import Data, Tensor
 
 @dataclass
 class LoopState:
-    """What one step of a loop body sees besides its frame input: "prev:x" values (by x's local path) and ":i"."""
+    """What one step of a loop body sees besides its frame input: "prev:x" values (by x's local path), ":i",
+    and the step states of the layers that carry one (by layer name: `own` of the step before, `new_own` set
+    in this step)."""
 
     prev: Dict[str, Tensor]
     step_index: Tensor
+    own: Dict[str, Any] = field(default_factory=dict)
+    new_own: Dict[str, Any] = field(default_factory=dict)
 
 
 class EmitContext:
@@ -78,12 +82,14 @@ class EmitContext:
             ctx = EmitContext(network, self.run, self.params, extern, parent=self)
         return ctx
 
-    def loop_step(self, body, frame: Dict[str, Tensor], prev: Dict[str, Tensor], step_index: Tensor) -> "EmitContext":
+    def loop_step(self, body, frame: Dict[str, Tensor], prev: Dict[str, Tensor], step_index: Tensor,
+                  own: Optional[Dict[str, Any]] = None) -> "EmitContext":
         """A context for one step of the loop body `body` (a LoopBody nested in this network): "data:KEY" are the
-        step's `frame` inputs, "prev:x" the values in `prev`, ":i" is `step_index`; it runs in a child run context
-        (sizes the step makes stay in the step; the outer sizes are seen)."""
+        step's `frame` inputs, "prev:x" the values in `prev`, ":i" is `step_index`, `own` the step states of the
+        step before; it runs in a child run context (sizes the step makes stay in the step; the outer sizes
+        are seen)."""
         return EmitContext(body, self.run.child(), self.params, frame, parent=self,
-                           loop_state=LoopState(prev, step_index))
+                           loop_state=LoopState(prev, step_index, dict(own or {})))
 
     def _context_of(self, network) -> "EmitContext":
         ctx = self._contexts.get(id(network))
@@ -137,6 +143,19 @@ class LayerInputs:
     def loop_state(self) -> Optional[LoopState]:
         """In a step of a loop body: its "prev:" values and ":i"; else None."""
         return self.ctx.loop_state
+
+    @property
+    def step_state(self) -> Any:
+        """In a loop step: this layer's step state of the step before (its `initial_step_state` at the first)."""
+        state = self.loop_state
+        if state is None or self.layer.name not in state.own:
+            raise TemplateMismatchError(f"layer '{self.layer.name}' has no step state here (netcompiler bug: only a "
+                                        f"layer in a loop body whose initial_step_state gave one has it)")
+        return state.own[self.layer.name]
+
+    def set_step_state(self, new: Any) -> None:
+        """In a loop step: this layer's step state for the next step (the same nest as its initial one)."""
+        self.loop_state.new_own[self.layer.name] = new
 
     @property
     def sources(self) -> List[Tensor]:

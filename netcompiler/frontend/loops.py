@@ -61,7 +61,7 @@ def cond(pred: Any, true_fn: Callable[[], Any], false_fn: Callable[[], Any]) -> 
 
 def while_loop(cond: Callable[[Any], Any], body: Callable[[Any], Any], initial: Any) -> Any:
     """Runs `state = body(state)` while `cond(state)`; the state is a nest of Tensors whose templates do not
-    change from step to step."""
+    change from step to step (the sizes of their dynamic dims may)."""
     backend = backend_for(*_flatten(initial))
     templates = _flatten(initial)
 
@@ -79,7 +79,8 @@ def while_loop(cond: Callable[[Any], Any], body: Callable[[Any], Any], initial: 
                 raise ValueError(f"while_loop: the state {before.data.describe()} became {after.data.describe()}")
         return [t.raw for t in new]
 
-    raws = backend.while_loop_raw(raw_cond, raw_body, [t.raw for t in templates])
+    shapes = [tuple(d.size if d.size is not None and not d.is_batch else None for d in t.dims) for t in templates]
+    raws = backend.while_loop_raw(raw_cond, raw_body, [t.raw for t in templates], shapes)
     return unpack(raws)
 
 

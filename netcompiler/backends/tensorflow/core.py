@@ -229,8 +229,12 @@ class CoreOps:
         return tf.cond(pred, true_fn, false_fn)
 
     @classmethod
-    def while_loop_raw(cls, cond, body, initial) -> Any:
-        return tf.while_loop(cond, body, initial)
+    def while_loop_raw(cls, cond, body, initial, shapes=None) -> Any:
+        if shapes is None:
+            return tf.while_loop(cond, body, initial)
+        invariants = [tf.TensorShape(None) if isinstance(raw, tf.TensorArray) else tf.TensorShape(shape)
+                      for raw, shape in zip(initial, shapes)]
+        return tf.while_loop(cond, body, initial, shape_invariants=invariants)
 
     @classmethod
     def scan_raw(cls, step, elems, initial) -> Any:

@@ -343,7 +343,7 @@ class CoreOps:
         return true_fn() if bool(pred) else false_fn()
 
     @classmethod
-    def while_loop_raw(cls, cond, body, initial) -> Any:
+    def while_loop_raw(cls, cond, body, initial, shapes=None) -> Any:
         state = list(initial)
         while bool(cond(*state)):
             state = list(body(*state))
