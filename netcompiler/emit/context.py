@@ -11,7 +11,7 @@ in the `RunContext` (`netcompiler.frontend.run_ctx`) that the pass runs in.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 from .. import frontend as rf
 from ..errors import TemplateMismatchError
@@ -44,6 +44,7 @@ class EmitContext:
         self.loop_state = loop_state
         self._values: Dict[int, Tensor] = {}
         self._logits: Dict[int, Tensor] = {}
+        self._presets: Dict[int, Callable[[], Tensor]] = {}
         if loop_state is None:
             self._contexts: Dict[int, EmitContext] = {} if parent is None else parent._contexts
         else:  # every step is a context of its own; the body's layers resolve to this step's
@@ -66,9 +67,14 @@ class EmitContext:
                 with self.run:
                     return self.value(layer)
             with self.run.backend.name_scope_raw(_scope_name(layer.name)):
-                y = layer.emit(LayerInputs(self, layer))
+                y = self._presets[key]() if key in self._presets else layer.emit(LayerInputs(self, layer))
             self._values[key] = conform_to_template(layer, y, self.run.backend)
         return self._values[key]
+
+    def preset(self, layer, make_value: Callable[[], Tensor]) -> None:
+        """Makes `make_value()` (called when first needed) the value of `layer` (of this network) instead of its
+        emission: e.g. the frame of a loop layer computed outside the loop."""
+        self._presets[id(layer)] = make_value
 
     def emit_all(self) -> None:
         """Emits this network's layers in build order (dependencies first, so no deep recursion)."""

@@ -48,6 +48,9 @@ class LoopPlan:
     """The body's layer 'end' when the loop runs until it; None for a loop over `time`'s known sizes."""
     max_len: Union[None, int, Tensor] = None
     """The bound of a loop that runs until `end` (None: unbounded)."""
+    moved: Dict[str, Tensor] = field(default_factory=dict)
+    """Name of a body layer -> its values of all steps (with `time`), computed outside the loop: in a step, the
+    layer's value is their frame; stacked over the loop, they are used as they are."""
 
 
 def run_loop(ctx: EmitContext, plan: LoopPlan) -> Dict[str, Tensor]:
@@ -64,8 +67,9 @@ def run_loop(ctx: EmitContext, plan: LoopPlan) -> Dict[str, Tensor]:
     sizes = None if until_end else ctx.run.size(time)
     length = None if until_end else ctx.run.dim_value(time)
     zero = rf.convert_to_tensor(0, dtype="int32")
+    stacked = {name: layer for name, layer in plan.collect.items() if name not in plan.moved}
     state = {"i": zero, "prev": dict(plan.initial_prev), "own": initial_own,
-             "stacks": {name: rf.step_stack(layer.output) for name, layer in plan.collect.items()}}
+             "stacks": {name: rf.step_stack(layer.output) for name, layer in stacked.items()}}
     if until_end:
         state.update(ended=rf.full([batch_dim], False, dtype="bool"), lengths=rf.zeros([batch_dim], dtype="int32"))
 
@@ -79,13 +83,15 @@ def run_loop(ctx: EmitContext, plan: LoopPlan) -> Dict[str, Tensor]:
         i = s["i"]
         frame = {key: rf.gather(value, indices=i, axis=time) for key, value in plan.frames.items()}
         step_ctx = ctx.loop_step(body, frame, s["prev"], i, s["own"])
+        for name, value in plan.moved.items():
+            step_ctx.preset(body.layers[name], lambda value=value: rf.gather(value, indices=i, axis=time))
         for layer in stateful:
             step_ctx.value(layer)
         new = {"i": i + 1,
                "prev": {path: step_ctx.value(layer) for path, layer in prev_layers.items()},
                "own": _new_step_states(step_ctx, stateful, initial_own),
                "stacks": {name: rf.step_stack_write(s["stacks"][name], i, step_ctx.value(layer))
-                          for name, layer in plan.collect.items()}}
+                          for name, layer in stacked.items()}}
         if until_end:
             valid = rf.logical_not(s["ended"] | step_ctx.value(plan.end))
             new.update(ended=rf.logical_not(valid), lengths=s["lengths"] + rf.cast(valid, "int32"))
@@ -100,7 +106,9 @@ def run_loop(ctx: EmitContext, plan: LoopPlan) -> Dict[str, Tensor]:
     final = rf.while_loop(more, step, state)
     if until_end:
         ctx.run.set_size(time, final["lengths"])
-    return {name: rf.masked(rf.step_stack_stack(stack, time), [time], 0) for name, stack in final["stacks"].items()}
+    out = {name: rf.masked(rf.step_stack_stack(stack, time), [time], 0) for name, stack in final["stacks"].items()}
+    out.update({name: rf.masked(plan.moved[name], [time], 0) for name in plan.collect if name in plan.moved})
+    return out
 
 
 def _new_step_states(step_ctx: EmitContext, stateful: List[Any], initial_own: Dict[str, Any]) -> Dict[str, Any]:
