@@ -11,6 +11,7 @@ from typing import Any, Mapping
 
 from netcompiler.engine.datasets.base import DATASET_CLASSES, DataSpec, Dataset, register
 from netcompiler.engine.datasets.dummy import DummyDataset, RandomDataset
+from netcompiler.engine.datasets.generating_tasks import CopyTaskDataset, TaskNumberBaseConvertDataset
 from netcompiler.engine.datasets.hdf import HDFDataset
 from netcompiler.engine.datasets.static import StaticDataset
 from netcompiler.engine.datasets.task12ax import Task12AXDataset
@@ -52,6 +53,7 @@ def make_dataset(opts: Mapping[str, Any], name: str) -> Dataset:
 
 __all__ = [
     "DATASET_CLASSES",
+    "CopyTaskDataset",
     "DataSpec",
     "Dataset",
     "DummyDataset",
@@ -59,6 +61,7 @@ __all__ = [
     "RandomDataset",
     "StaticDataset",
     "Task12AXDataset",
+    "TaskNumberBaseConvertDataset",
     "dataset_class",
     "make_dataset",
     "register",
