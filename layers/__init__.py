@@ -1,6 +1,6 @@
 """The layer catalogue. Importing this package registers every layer and loss class."""
 
 from . import (  # noqa: F401
-    attention, basic, constant, conv, elementwise, linear, losses, norm, ranges, rec, reduce, reinterpret,
+    attention, basic, choice, constant, conv, elementwise, linear, losses, norm, ranges, rec, reduce, reinterpret,
     sequence, shape, source, split, subnetwork,
 )

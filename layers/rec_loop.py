@@ -11,7 +11,7 @@ import weakref
 from typing import Any, Dict, List, Optional
 
 from netcompiler import frontend as rf
-from netcompiler.emit.loop_runner import LoopPlan, run_loop
+from netcompiler.emit.loop_runner import LoopPlan, SearchPlan, run_loop
 from netcompiler.errors import ConfigError, InvalidOptionError, MissingOptionError
 from netcompiler.layer_base import LayerBase
 from netcompiler.loop_body import LoopBody
@@ -82,7 +82,9 @@ class LoopUnit:
             self._initial_fill(path)
         for name, d in unit.items():
             if isinstance(d, dict) and name != "output" and (d.get("loss") or d.get("is_output_layer")):
-                self._accumulated_layer(name, {k: d[k] for k in _LOSS_OPTIONS + ("target",) if k in d})
+                # in search the loop's length is the hypotheses', not the target's: its losses are not computed
+                loss = {} if self.searches() else {k: d[k] for k in _LOSS_OPTIONS + ("target",) if k in d}
+                self._accumulated_layer(name, loss)
         out = self._stacked_template(body.layers["output"].output, self.name)
         n_out = self.opts["n_out"]
         if n_out is not None and out.dim != n_out:
@@ -99,8 +101,8 @@ class LoopUnit:
             if self.opts[key] is not None:
                 raise self.error(f"option '{key}' is not supported by netcompiler yet", option=key)
         if self.opts["include_eos"]:
-            raise self.error("'include_eos' only matters in search, which netcompiler does not run yet",
-                             option="include_eos")
+            raise self.error("'include_eos' is not supported by netcompiler yet (a sequence ends before the step "
+                             "where 'end' is true)", option="include_eos")
         if self.opts["input_projection"] is not True or self.opts["back_prop"] is False:
             key = "input_projection" if self.opts["input_projection"] is not True else "back_prop"
             raise self.error(f"option '{key}' is not supported with a unit dict", option=key)
@@ -136,8 +138,31 @@ class LoopUnit:
         return None, None, value
 
     def runs_until_end(self) -> bool:
-        """Whether the loop runs until its 'end' layer says so (no input, no target): its length is unknown."""
-        return not self.sources and self.opts["target"] is None and self._inner_loss_target() is None
+        """Whether the loop runs until its 'end' layer says so (no input, and no target or search): its length
+        is unknown."""
+        if self.sources:
+            return False
+        return self.searches() or (self.opts["target"] is None and self._inner_loss_target() is None)
+
+    def searches(self) -> bool:
+        """Whether the loop runs beam search: the network is built for search and the unit has a 'choice' that
+        searches (not 'search': False, not input_type 'regression')."""
+        if not self.network.search:
+            return False
+        return any(isinstance(d, dict) and d.get("class") == "choice" and d.get("search", True) is not False
+                   and d.get("input_type", "prob") != "regression" for d in self.opts["unit"].values())
+
+    def _search_plan(self) -> Optional[SearchPlan]:
+        if not self.searches():
+            return None
+        choices = [layer for layer in self.subnetwork.layers.values()
+                   if layer.layer_class == "choice" and layer.searching()]
+        if len(choices) != 1:
+            raise self.error(f"beam search runs one 'choice' per loop, and the unit has "
+                             f"{len(choices) or 'none that the outputs need'}"
+                             + (f" ({', '.join(c.name for c in choices)})" if choices else ""), option="unit",
+                             suggestion="give the other choices 'search': False")
+        return SearchPlan(choices[0], choices[0].opts["beam_size"])
 
     def _check_end_layer(self, end: Data) -> None:
         if end.dtype != "bool" or end.dims != (batch_dim,):
@@ -278,7 +303,8 @@ class LoopUnit:
             initial_prev={path: self._initial_output(path, layer.output) for path, layer in body.prev_layers.items()},
             collect={name: body.get_layer(name, None, "from") for name in names},
             end=body.layers["end"] if until_end else None,
-            max_len=self._max_seq_len_value(inputs) if until_end else None)
+            max_len=self._max_seq_len_value(inputs) if until_end else None,
+            search=self._search_plan(), name=self.name)
 
     def _max_seq_len_value(self, inputs):
         """The bound of a loop of unknown length (an int or a scalar Tensor), None without max_seq_len."""

@@ -41,6 +41,7 @@ class Network:
         config: Optional[Config] = None,
         parent: Optional["Network"] = None,
         prefix: str = "",
+        search: bool = False,
     ):
         if not isinstance(net_dict, dict):
             raise InvalidOptionError(f"a network must be a dict of layer name -> options, not {type(net_dict).__name__}",
@@ -50,6 +51,8 @@ class Network:
         self.config = config if config is not None else (parent.config if parent is not None else None)
         self.parent = parent
         self.prefix = prefix
+        self.search = search or (parent is not None and parent.search)
+        """Whether the network is built for beam search (`task = "search"`): `choice` layers search."""
         self.layers: Dict[str, LayerBase] = {}
         self.notices: List[str] = [] if parent is None else parent.notices
         self._constructing: List[str] = []
@@ -349,13 +352,13 @@ class Network:
                 yield sub
 
 
-def build_network(config: Config, extern_data: Optional[Dict[str, Data]] = None) -> Network:
-    """Builds the config's network (templates only, no TensorFlow)."""
+def build_network(config: Config, extern_data: Optional[Dict[str, Data]] = None, search: bool = False) -> Network:
+    """Builds the config's network (templates only, no TensorFlow); `search`: for beam search."""
     try:
         extern = extern_data if extern_data is not None else extern_data_from_config(config.values)
     except ConfigError as exc:
         raise exc.with_context(location=SourceLocation(config.path) if config.path else None)
-    return Network(config.network, extern, config=config).build()
+    return Network(config.network, extern, config=config, search=search).build()
 
 
 def build_from_dict(net_dict: Dict[str, Any], extern_data: Dict[str, Any]) -> Network:

@@ -144,6 +144,11 @@ class Backend:
         raise _missing(cls, "slice_raw")
 
     @classmethod
+    def top_k_raw(cls, raw: Any, k: int) -> Any:
+        """The `k` largest entries along the last axis, largest first: (values, int32 indices)."""
+        raise _missing(cls, "top_k_raw")
+
+    @classmethod
     def gather_raw(cls, raw: Any, indices: Any, axis: int, batch_dims: int) -> Any:
         """Like tf.gather: the first `batch_dims` axes of raw and indices are shared."""
         raise _missing(cls, "gather_raw")

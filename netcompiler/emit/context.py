@@ -30,11 +30,29 @@ class LoopState:
     new_own: Dict[str, Any] = field(default_factory=dict)
 
 
+@dataclass
+class SearchStep:
+    """One step of beam search (every Tensor [batch x beam]): what the `choice` layer reads and what it sets."""
+
+    beam: int
+    scores: Tensor
+    """Each hypothesis' summed score so far."""
+    ended: Tensor
+    lengths: Tensor
+    after_choice: frozenset
+    """Ids of the body's layers that read the choice of this step (directly or not): their values are in the
+    order of the new hypotheses, the others' in the order of the step before."""
+    rows: Optional[Tensor] = None
+    """Set by the choice: the hypothesis (row) of the step before that each new one extends."""
+    new_scores: Optional[Tensor] = None
+
+
 class EmitContext:
     """The values of one network's layers in one forward pass (or in one step of a loop body)."""
 
     def __init__(self, network, run: rf.RunContext, params: Dict[str, Tensor], extern: Dict[str, Tensor],
-                 parent: Optional["EmitContext"] = None, loop_state: Optional[LoopState] = None):
+                 parent: Optional["EmitContext"] = None, loop_state: Optional[LoopState] = None,
+                 search: Optional[SearchStep] = None):
         self.network = network
         self.run = run
         self.params = params
@@ -42,7 +60,16 @@ class EmitContext:
         """Extern data key -> Tensor; inside a nested network, what its "data" and "data:KEY" are."""
         self.parent = parent
         self.loop_state = loop_state
+        self.search: Optional[SearchStep] = search if search is not None else \
+            (parent.search if parent is not None and loop_state is None else None)
+        self._outer: frozenset = frozenset(parent._contexts) if search is not None else \
+            (parent._outer if parent is not None and loop_state is None else frozenset())
+        """In beam search: the networks outside the loop (their values are per sequence, tiled per hypothesis)."""
+        self._tiled: Dict[int, Tensor] = {} if search is not None or parent is None or loop_state is not None \
+            else parent._tiled
         self._values: Dict[int, Tensor] = {}
+        self.search_results: Dict[str, Dict[str, Any]] = {} if parent is None else parent.search_results
+        """Loop name -> its beam after search (values [time, batch x beam] best first, lengths, scores)."""
         self._logits: Dict[int, Tensor] = {}
         self._presets: Dict[int, Callable[[], Tensor]] = {}
         if loop_state is None:
@@ -60,6 +87,10 @@ class EmitContext:
         """The output of `layer` (of this network or another one of the pass), emitting it if not done yet."""
         ctx = self._context_of(layer.network)
         if ctx is not self:
+            if self.search is not None and id(layer.network) in self._outer:
+                if id(layer) not in self._tiled:
+                    self._tiled[id(layer)] = rf.tile_batch(ctx.value(layer), self.search.beam)
+                return self._tiled[id(layer)]
             return ctx.value(layer)
         key = id(layer)
         if key not in self._values:
@@ -89,13 +120,26 @@ class EmitContext:
         return ctx
 
     def loop_step(self, body, frame: Dict[str, Tensor], prev: Dict[str, Tensor], step_index: Tensor,
-                  own: Optional[Dict[str, Any]] = None) -> "EmitContext":
+                  own: Optional[Dict[str, Any]] = None, search: Optional[SearchStep] = None) -> "EmitContext":
         """A context for one step of the loop body `body` (a LoopBody nested in this network): "data:KEY" are the
         step's `frame` inputs, "prev:x" the values in `prev`, ":i" is `step_index`, `own` the step states of the
         step before; it runs in a child run context (sizes the step makes stay in the step; the outer sizes
-        are seen)."""
-        return EmitContext(body, self.run.child(), self.params, frame, parent=self,
-                           loop_state=LoopState(prev, step_index, dict(own or {})))
+        are seen). In beam search (`search`), the batch dim stands for batch x beam, and values from outside
+        the loop are repeated per hypothesis."""
+        run = self.run.child(beam=search.beam if search is not None else 1)
+        return EmitContext(body, run, self.params, frame, parent=self,
+                           loop_state=LoopState(prev, step_index, dict(own or {})), search=search)
+
+    def value_for(self, user, layer) -> Tensor:
+        """`layer`'s value as `user` reads it: in beam search, a value from before this step's choice is put in
+        the order of the new hypotheses for a user after the choice."""
+        value = self.value(layer)
+        search = self.search
+        if search is None or search.rows is None or id(user) not in search.after_choice:
+            return value
+        if id(layer) in search.after_choice or layer.network is not self.network:
+            return value
+        return rf.gather_batch(value, search.rows)
 
     def _context_of(self, network) -> "EmitContext":
         ctx = self._contexts.get(id(network))
@@ -165,7 +209,7 @@ class LayerInputs:
 
     @property
     def sources(self) -> List[Tensor]:
-        return [self.ctx.value(src) for src in self.layer.sources]
+        return [self.ctx.value_for(self.layer, src) for src in self.layer.sources]
 
     @property
     def x(self) -> Tensor:
@@ -182,7 +226,12 @@ class LayerInputs:
         return dropout(layer, x.with_data(data))
 
     def value(self, layer) -> Tensor:
-        return self.ctx.value(layer)
+        return self.ctx.value_for(self.layer, layer)
+
+    @property
+    def search(self) -> Optional[SearchStep]:
+        """In a step of beam search: its state (the `choice` layer sets the new hypotheses there); else None."""
+        return self.ctx.search
 
     def param(self, name: str) -> Tensor:
         return self.ctx.param(self.layer, name)

@@ -21,13 +21,20 @@ the step before as `inputs.step_state` and sets the new one with
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Union
+from typing import Any, Dict, Optional, Union
 
 from .. import frontend as rf
 from ..errors import TemplateMismatchError
 from ..layer_base import has_step_state
-from ..tensor import Dim, Tensor, batch_dim
-from .context import EmitContext, LayerInputs
+from ..tensor import Data, Dim, Tensor, batch_dim
+from .context import EmitContext, LayerInputs, SearchStep
+
+
+@dataclass
+class SearchPlan:
+    choice: Any
+    """The body's choice layer that searches."""
+    beam: int
 
 
 @dataclass
@@ -48,76 +55,173 @@ class LoopPlan:
     """The body's layer 'end' when the loop runs until it; None for a loop over `time`'s known sizes."""
     max_len: Union[None, int, Tensor] = None
     """The bound of a loop that runs until `end` (None: unbounded)."""
+    search: Optional["SearchPlan"] = None
+    """Beam search in this loop (its choice layer and beam size); None: one hypothesis per sequence."""
+    name: str = "loop"
+    """The loop's name (the rec layer's): the key of its beam in `ctx.search_results`."""
     moved: Dict[str, Tensor] = field(default_factory=dict)
     """Name of a body layer -> its values of all steps (with `time`), computed outside the loop: in a step, the
     layer's value is their frame; stacked over the loop, they are used as they are."""
 
 
 def run_loop(ctx: EmitContext, plan: LoopPlan) -> Dict[str, Tensor]:
-    """Runs the loop; returns the stacked values of `plan.collect` by name, masked past each sequence's end."""
-    body, time = plan.body, plan.time
-    prev_layers = {path: body.get_layer(path, None, "from") for path in plan.initial_prev}
-    stateful = [layer for layer in body.layers.values() if has_step_state(layer)]
-    initial_own = {}
-    for layer in stateful:
-        state = layer.initial_step_state(LayerInputs(ctx, layer))
-        if state is not None:
-            initial_own[layer.name] = state
-    until_end = plan.end is not None
-    sizes = None if until_end else ctx.run.size(time)
-    length = None if until_end else ctx.run.dim_value(time)
-    zero = rf.convert_to_tensor(0, dtype="int32")
-    stacked = {name: layer for name, layer in plan.collect.items() if name not in plan.moved}
-    state = {"i": zero, "prev": dict(plan.initial_prev), "own": initial_own,
-             "stacks": {name: rf.step_stack(layer.output) for name, layer in stacked.items()}}
-    if until_end:
-        state.update(ended=rf.full([batch_dim], False, dtype="bool"), lengths=rf.zeros([batch_dim], dtype="int32"))
+    """Runs the loop; returns the stacked values of `plan.collect` by name, masked past each sequence's end.
+    In search: those of the best hypothesis of each sequence (the whole beam is in `ctx.search_results`)."""
+    return _LoopRun(ctx, plan).run()
 
-    def more(s):
-        if not until_end:
-            return s["i"] < (length if isinstance(length, int) else Tensor(zero.data, length))
+
+class _LoopRun:
+    """One run of a loop: its state from step to step, the step, and what the loop gives back."""
+
+    def __init__(self, ctx: EmitContext, plan: LoopPlan):
+        self.ctx, self.plan, self.body, self.time = ctx, plan, plan.body, plan.time
+        self.prev_layers = {path: self.body.get_layer(path, None, "from") for path in plan.initial_prev}
+        self.stateful = {layer.name: layer for layer in self.body.layers.values() if has_step_state(layer)}
+        self.stacked = {name: layer for name, layer in plan.collect.items() if name not in plan.moved}
+        self.until_end = plan.end is not None
+        self.searching = plan.search is not None
+        self.beam = plan.search.beam if self.searching else 1
+        self.after_choice = _after_choice(self.body, plan.search.choice) if plan.search is not None else frozenset()
+
+    # --- the state ------------------------------------------------------------------------------------
+    def initial_state(self) -> Dict[str, Any]:
+        ctx, plan = self.ctx, self.plan
+        own = {}
+        for layer in self.stateful.values():
+            value = layer.initial_step_state(LayerInputs(ctx, layer))
+            if value is not None:
+                own[layer.name] = value
+        state = {"i": rf.convert_to_tensor(0, dtype="int32"), "prev": dict(plan.initial_prev), "own": own}
+        if self.until_end or self.searching:
+            state.update(ended=rf.full([batch_dim], False, dtype="bool"), lengths=rf.zeros([batch_dim], dtype="int32"))
+        state["stacks"] = {name: rf.step_stack(layer.output) for name, layer in self.stacked.items()}
+        if self.searching:
+            state = _map_tensors(lambda t: rf.tile_batch(t, self.beam), {k: v for k, v in state.items() if k != "stacks"},
+                                 ) | {"stacks": state["stacks"]}
+            state["scores"] = rf.initial_scores(self.beam)
+            state["stacks"]["<rows>"] = rf.step_stack(Data("beam_rows", [batch_dim], "int32"))
+        return state
+
+    def more(self, s) -> Tensor:
+        if not self.until_end:
+            length = self.ctx.run.dim_value(self.time)
+            return s["i"] < (length if isinstance(length, int) else Tensor(s["i"].data, length))
         going = rf.reduce(rf.cast(s["ended"], "int32"), mode="min", axis=batch_dim) < 1
-        return going if plan.max_len is None else going & (s["i"] < plan.max_len)
+        return going if self.plan.max_len is None else going & (s["i"] < self.plan.max_len)
 
-    def step(s):
-        i = s["i"]
-        frame = {key: rf.gather(value, indices=i, axis=time) for key, value in plan.frames.items()}
-        step_ctx = ctx.loop_step(body, frame, s["prev"], i, s["own"])
+    # --- one step ---------------------------------------------------------------------------------------
+    def step(self, s) -> Dict[str, Any]:
+        plan, body, time, i = self.plan, self.body, self.time, s["i"]
+        frames = {key: rf.tile_batch(value, self.beam) for key, value in plan.frames.items()}
+        frame = {key: rf.gather(value, indices=i, axis=time) for key, value in frames.items()}
+        search = None
+        if self.searching:
+            search = SearchStep(self.beam, s["scores"], s["ended"], s["lengths"], self.after_choice)
+        step_ctx = self.ctx.loop_step(body, frame, s["prev"], i, s["own"], search=search)
         for name, value in plan.moved.items():
             step_ctx.preset(body.layers[name], lambda value=value: rf.gather(value, indices=i, axis=time))
-        for layer in stateful:
+        if search is not None:
+            step_ctx.value(plan.search.choice)  # the new hypotheses: values after it are in their order
+        for layer in self.stateful.values():
             step_ctx.value(layer)
+
+        def new_value(layer) -> Tensor:
+            return self._in_new_order(layer, step_ctx.value(layer), search)
+
+        old = s if search is None else _map_tensors(lambda t: rf.gather_batch(t, search.rows),
+                                                    {k: s[k] for k in ("prev", "own", "ended", "lengths")})
         new = {"i": i + 1,
-               "prev": {path: step_ctx.value(layer) for path, layer in prev_layers.items()},
-               "own": _new_step_states(step_ctx, stateful, initial_own),
-               "stacks": {name: rf.step_stack_write(s["stacks"][name], i, step_ctx.value(layer))
-                          for name, layer in stacked.items()}}
-        if until_end:
-            valid = rf.logical_not(s["ended"] | step_ctx.value(plan.end))
-            new.update(ended=rf.logical_not(valid), lengths=s["lengths"] + rf.cast(valid, "int32"))
+               "prev": {path: new_value(layer) for path, layer in self.prev_layers.items()},
+               "own": {name: _map_tensors(lambda t, layer=self.stateful[name]: self._in_new_order(layer, t, search),
+                                          value)
+                       for name, value in _new_step_states(step_ctx, s["own"]).items()},
+               "stacks": {name: rf.step_stack_write(s["stacks"][name], i, new_value(layer))
+                          for name, layer in self.stacked.items()}}
+        if search is not None:
+            new["scores"] = search.new_scores
+            new["stacks"]["<rows>"] = rf.step_stack_write(s["stacks"]["<rows>"], i, search.rows)
+        if self.until_end:
+            valid = rf.logical_not(old["ended"] | new_value(plan.end))
         else:
-            valid = None if isinstance(sizes, int) else i < sizes
+            sizes = self.ctx.run.size(time)
+            valid = None if isinstance(sizes, int) else i < rf.tile_batch(sizes, self.beam)
+        if "ended" in s:
+            running = valid if valid is not None else rf.full([batch_dim], True, dtype="bool")
+            new.update(ended=rf.logical_not(running), lengths=old["lengths"] + rf.cast(running, "int32"))
         if valid is not None:
-            new["prev"] = {path: _keep_past_end(valid, value, s["prev"][path]) for path, value in new["prev"].items()}
-            new["own"] = {name: _keep_nest_past_end(valid, value, s["own"][name], _frozen(body.layers[name]))
+            new["prev"] = {path: _keep_past_end(valid, value, old["prev"][path]) for path, value in new["prev"].items()}
+            new["own"] = {name: _keep_nest_past_end(valid, value, old["own"][name], _frozen(self.stateful[name]))
                           for name, value in new["own"].items()}
         return new
 
-    final = rf.while_loop(more, step, state)
-    if until_end:
-        ctx.run.set_size(time, final["lengths"])
-    out = {name: rf.masked(rf.step_stack_stack(stack, time), [time], 0) for name, stack in final["stacks"].items()}
-    out.update({name: rf.masked(plan.moved[name], [time], 0) for name in plan.collect if name in plan.moved})
-    return out
+    def _in_new_order(self, layer, value: Tensor, search: Optional[SearchStep]) -> Tensor:
+        """In search: a value of a layer from before the choice, put in the order of the new hypotheses."""
+        if search is None or id(layer) in self.after_choice:
+            return value
+        return rf.gather_batch(value, search.rows)
+
+    # --- the result ---------------------------------------------------------------------------------------
+    def run(self) -> Dict[str, Tensor]:
+        plan, time = self.plan, self.time
+        final = rf.while_loop(self.more, self.step, self.initial_state())
+        stacks = {name: rf.step_stack_stack(stack, time) for name, stack in final["stacks"].items()}
+        if self.searching:
+            stacks = self._best_hypotheses(final, stacks)
+        elif self.until_end:
+            self.ctx.run.set_size(time, final["lengths"])
+        out = {name: rf.masked(value, [time], 0) for name, value in stacks.items()}
+        out.update({name: rf.masked(plan.moved[name], [time], 0) for name in plan.collect if name in plan.moved})
+        return out
+
+    def _best_hypotheses(self, final: Dict[str, Any], stacks: Dict[str, Tensor]) -> Dict[str, Tensor]:
+        """Follows each final hypothesis back through the steps; records the sorted beam in
+        `ctx.search_results[plan.name]` and returns the best hypothesis of each sequence (setting the sizes
+        of the loop's dim to its lengths)."""
+        beam, time = self.beam, self.time
+        choice = self.plan.search.choice
+        rank = final["scores"]
+        if choice.opts["length_normalization"]:
+            labels = final["lengths"] + rf.cast(final["ended"], "int32")  # the end label was scored too
+            rank = rank / rf.maximum(rf.cast(labels, "float32"), 1.0) ** float(
+                choice.opts["length_normalization_exponent"])
+        order = rf.sort_beams(rank, beam)
+        path = rf.backtrack(stacks.pop("<rows>"), time, final["i"], order)
+        beams = {name: rf.gather(value, indices=path, axis=batch_dim) for name, value in stacks.items()}
+        lengths, scores = rf.gather_batch(final["lengths"], order), rf.gather_batch(final["scores"], order)
+        self.ctx.search_results[self.plan.name] = {"values": beams, "lengths": lengths, "scores": scores,
+                                                   "beam": beam, "time": time}
+        best = rf.best_rows(beam)
+        self.ctx.run.set_size(time, rf.gather_batch(lengths, best))
+        return {name: rf.gather_batch(value, best) for name, value in beams.items()}
 
 
-def _new_step_states(step_ctx: EmitContext, stateful: List[Any], initial_own: Dict[str, Any]) -> Dict[str, Any]:
+def _after_choice(body, choice) -> frozenset:
+    """Ids of the body's layers that read `choice` in the same step (directly or through others), and its own."""
+    found = {id(choice)}
+    for layer in body.layers.values():  # in build order: a layer's inputs come before it
+        if any(id(dep) in found for dep in layer.dependencies()):
+            found.add(id(layer))
+    return frozenset(found)
+
+
+def _map_tensors(fn, nest: Any) -> Any:
+    """`fn` applied to each Tensor of a nest of dicts, lists and tuples (not to be used on step stacks)."""
+    if isinstance(nest, Tensor):
+        return fn(nest)
+    if isinstance(nest, dict):
+        return {key: _map_tensors(fn, value) for key, value in nest.items()}
+    if isinstance(nest, (list, tuple)):
+        return type(nest)(_map_tensors(fn, value) for value in nest)
+    return nest
+
+
+def _new_step_states(step_ctx: EmitContext, own: Dict[str, Any]) -> Dict[str, Any]:
     new = step_ctx.loop_state.new_own
-    missing = [name for name in initial_own if name not in new]
+    missing = [name for name in own if name not in new]
     if missing:
         raise TemplateMismatchError(f"layer '{missing[0]}' carries a step state but did not set the new one "
                                     f"(netcompiler bug: its emit must call inputs.set_step_state)")
-    return {name: new[name] for name in initial_own}
+    return {name: new[name] for name in own}
 
 
 def _frozen(layer) -> bool:

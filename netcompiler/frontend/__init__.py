@@ -14,6 +14,7 @@ from .array import (
     permute, range_over_dim, replace_dim, reverse_sequence, sequence_mask, shape_of, slice, split, split_dims,
     one_hot, pack_padded, squeeze, stack, zeros, zeros_like,
 )
+from .beam import backtrack, beam_step, best_rows, gather_batch, initial_scores, sort_beams, tile_batch
 from .conv import conv, pool
 from .loops import (
     assert_equal, cond, scan, step_stack, step_stack_stack, step_stack_write, while_loop, with_dependencies,

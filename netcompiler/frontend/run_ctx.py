@@ -47,10 +47,13 @@ class SizeTable:
 class RunContext:
     """One run (a forward pass, a train step, a loop step) of one backend."""
 
-    def __init__(self, backend, *, training: bool = False, parent: Optional["RunContext"] = None):
+    def __init__(self, backend, *, training: bool = False, parent: Optional["RunContext"] = None, beam: int = 1):
         self.backend = backend
         self.training = training
         self.parent = parent
+        self.beam = beam
+        """In a step of beam search: the beam size. The batch dim then stands for batch x beam (entry b*beam + k
+        is hypothesis k of sequence b), and the sizes known outside are repeated per hypothesis."""
         self.sizes = SizeTable()
 
     # --- the context stack ------------------------------------------------------------------
@@ -61,9 +64,9 @@ class RunContext:
     def __exit__(self, *exc) -> None:
         _stack.pop()
 
-    def child(self) -> "RunContext":
-        """A nested context (a loop step) that sees this one's sizes."""
-        return RunContext(self.backend, training=self.training, parent=self)
+    def child(self, beam: int = 1) -> "RunContext":
+        """A nested context (a loop step) that sees this one's sizes (with `beam` > 1: per hypothesis)."""
+        return RunContext(self.backend, training=self.training, parent=self, beam=beam)
 
     # --- sizes --------------------------------------------------------------------------------
     def set_size(self, dim: Dim, size: Union[Tensor, Any], size_dims=(batch_dim,)) -> None:
@@ -96,13 +99,16 @@ class RunContext:
         return self.size(dim)
 
     def _lookup(self, dim: Dim):
-        ctx = self
-        while ctx is not None:
-            found = ctx.sizes.get(dim)
-            if found is not None:
-                return found
-            ctx = ctx.parent
-        return None
+        found = self.sizes.get(dim)
+        if found is not None or self.parent is None:
+            return found
+        found = self.parent._lookup(dim)
+        if found is not None and self.beam > 1:
+            from .beam import tile_batch
+
+            found = found * self.beam if dim.is_batch and not found.dims else tile_batch(found, self.beam)
+            self.sizes.set(dim, found)
+        return found
 
     def dim_value(self, dim: Dim) -> Any:
         """The length of `dim`'s axis in a padded tensor: the int if static, else a raw scalar (the batch

@@ -171,6 +171,11 @@ class CoreOps:
         return raw[(slice(None),) * axis + (slice(start, end, step),)]
 
     @classmethod
+    def top_k_raw(cls, raw: Any, k: int) -> Any:
+        values, indices = tf.math.top_k(raw, k=k)
+        return values, tf.cast(indices, tf.int32)
+
+    @classmethod
     def gather_raw(cls, raw: Any, indices: Any, axis: int, batch_dims: int) -> Any:
         return tf.gather(raw, indices, axis=axis, batch_dims=batch_dims)
 

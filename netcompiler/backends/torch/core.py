@@ -253,6 +253,11 @@ class CoreOps:
         return torch.index_select(raw, axis, torch.tensor(list(positions), dtype=torch.int64))
 
     @classmethod
+    def top_k_raw(cls, raw: Any, k: int) -> Any:
+        values, indices = torch.topk(raw, k, dim=-1, largest=True, sorted=True)
+        return values, indices.to(torch.int32)
+
+    @classmethod
     def gather_raw(cls, raw: Any, indices: Any, axis: int, batch_dims: int) -> Any:
         """tf.gather: raw.shape[:axis] + indices.shape[batch_dims:] + raw.shape[axis + 1:]."""
         indices = torch.as_tensor(indices).to(torch.int64)
