@@ -72,10 +72,11 @@ class LoopUnit:
         for key, data in self._frame_extern().items():
             extern.setdefault(key, data)
         body = LoopBody(self._body_dict(unit), extern, parent=self.network, prefix=f"{self.name}/",
-                        seed=lambda path: self._seed(unit, path, extern, set()))
+                        seed=lambda path: self._first_guess(unit, path, extern))
         body.owner = self
         roots = body.output_layer_names() + (["end"] if self.runs_until_end() else [])
         self.subnetwork = body.infer(roots)
+        self._check_guesses_replaced(body)
         if self.runs_until_end():
             self._check_end_layer(body.layers["end"].output)
         for path in body.prev_layers:
@@ -115,8 +116,8 @@ class LoopUnit:
         if value is None:
             return
         self._max_seq_len_parts()  # checks the form
-        if self.runs_until_end():
-            return
+        if self.runs_until_end() or self._has_choice():
+            return  # (a choice may search: then the loop runs until 'end')
         self.network.notices.append(f"layer '{self.name}': 'max_seq_len' has no effect: the loop runs over the "
                                     f"length of its {'input' if self.sources else 'target'}")
 
@@ -143,6 +144,9 @@ class LoopUnit:
         if self.sources:
             return False
         return self.searches() or (self.opts["target"] is None and self._inner_loss_target() is None)
+
+    def _has_choice(self) -> bool:
+        return any(isinstance(d, dict) and d.get("class") == "choice" for d in self.opts["unit"].values())
 
     def searches(self) -> bool:
         """Whether the loop runs beam search: the network is built for search and the unit has a 'choice' that
@@ -217,6 +221,23 @@ class LoopUnit:
                         d["n_out"] = target.dim + (1 if unit[name]["loss"] == "ctc" else 0)
             body[name] = d
         return body
+
+    def _first_guess(self, unit: Dict[str, Any], path: str, extern: Dict[str, Data]) -> Data:
+        """The seed for "prev:path", else a provisional [B, 1] float32 that inference then replaces (for a layer
+        such as an attention context whose size follows from layers outside the loop)."""
+        try:
+            return self._seed(unit, path, extern, set())
+        except ConfigError:
+            return Data(f"prev:{path}", [batch_dim, self._provisional_dim(path)], "float32")
+
+    def _provisional_dim(self, path: str) -> Dim:
+        return self.new_dim(1, FEATURE, f"{self.name}/prev:{path}:provisional")
+
+    def _check_guesses_replaced(self, body: LoopBody) -> None:
+        """A "prev:" template that settled on its provisional guess was never determined by the layers."""
+        for path, data in body.prev_templates.items():
+            if self._provisional_dim(path) in data.dims:
+                raise self._no_seed(path)
 
     def _seed(self, unit: Dict[str, Any], path: str, extern: Dict[str, Data], seen: set) -> Data:
         """The first guess for "prev:path": from the layer's 'n_out' or 'out_type', else the guess for its first

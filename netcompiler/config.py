@@ -27,7 +27,8 @@ USED_KEYS = frozenset({
     "log_batch_size", "accum_grad_multiple_step", "stop_on_nonfinite_train_score", "cache_size",
     "tf_log_dir", "cleanup_old_models", "train_epoch_split", "newbob_error_threshold", "momentum",
     "optimizer_epsilon", "learning_rates", "newbob_relative_error_div_by_old", "gradient_clip_norm", "adagrad",
-    "adadelta", "rmsprop",
+    "adadelta", "rmsprop", "search_output_layer", "search_data", "search_do_eval", "search_output_file",
+    "search_output_file_format",
 })
 
 # RETURNN settings that are accepted but have no effect here (yet).
@@ -35,8 +36,8 @@ RETURNN_KEYS_NOT_USED = frozenset({
     "use_tensorflow", "device", "log", "log_verbosity", "multiprocessing", "update_on_device", "tf_log_memory_usage",
     "debug_print_layer_output_template", "debug_add_check_numerics_on_output", "debug_mode", "tf_session_opts",
     "truncation", "window", "starting_epoch", "learning_rate_control_min_num_epochs_per_new_lr",
-    "save_interval_n_step", "max_seq_length_eval", "use_learning_rate_control_always", "pretrain", "search_output_layer",
-    "search_data", "search_do_eval", "behavior_version", "log_file", "target", "config",
+    "save_interval_n_step", "max_seq_length_eval", "use_learning_rate_control_always", "pretrain",
+    "behavior_version", "log_file", "target", "config",
     "nadam_opts", "adam_opts", "decouple_constraints", "accum_grad_multiple_step_sorted",
 })
 

@@ -32,14 +32,19 @@ def run_task(config_path: str, overrides: Sequence[str] = (), task: Optional[str
 _SUBJECT_KEY = re.compile(r"^(?:config key|dataset) '(\w+)'")
 
 
+TASKS = ("train", "eval", "forward", "search")
+
+
 def _run_task(config: Config, task: Optional[str], log) -> int:
-    network = build_network(config)
+    task = task or config.get("task", "train")
+    if task not in TASKS:
+        raise InvalidOptionError(f"task {task!r} unknown", subject="config key 'task'",
+                                 suggestion=f"use one of {', '.join(TASKS)}")
+    network = build_network(config, search=task == "search")
+    if task == "search":
+        _build_search_output(network, config.get("search_output_layer", "output"))
     for notice in config.notices + network.notices:
         print(f"notice: {notice}", file=sys.stderr)
-    task = task or config.get("task", "train")
-    if task not in ("train", "eval", "forward"):
-        raise InvalidOptionError(f"task {task!r} unknown", subject="config key 'task'",
-                                 suggestion="use 'train', 'eval' or 'forward'")
     print(format_text(network), file=log)
     session = Session(config, network, log)
     try:
@@ -47,6 +52,8 @@ def _run_task(config: Config, task: Optional[str], log) -> int:
             session.train()
         elif task == "eval":
             session.evaluate()
+        elif task == "search":
+            session.search()
         else:
             session.forward()
     except Exception as exc:
@@ -57,6 +64,12 @@ def _run_task(config: Config, task: Optional[str], log) -> int:
     finally:
         session.close()
     return 0
+
+
+def _build_search_output(network, name) -> None:
+    """Builds the search output layer if no loss or output flag made the network build it."""
+    if isinstance(name, str) and name in network.net_dict and name not in network.layers:
+        network.build([name])
 
 
 _NOT_WRITABLE = (errno.EACCES, errno.EPERM, errno.EROFS)
@@ -290,6 +303,36 @@ class Session:
         count = forward_to_hdf(self.model, self.dataset(key), layer_name, output_file, self.batching())
         print(f"wrote the outputs of layer '{layer_name}' for {count} sequences of '{key}' to {output_file} "
               f"(parameters from {path})", file=self.log)
+
+    def search(self) -> None:
+        from .searching import (
+            check_search_output, record_search_score, run_search, search_output_layer, write_search_output,
+        )
+
+        get = self.config.get
+        key = get("search_data", "eval" if get("eval") is not None or get("dev") is None else "dev")
+        if key not in ("train", "dev", "eval"):
+            raise InvalidOptionError(f"search_data {key!r} is not a dataset of the config",
+                                     subject="config key 'search_data'", suggestion="use 'eval', 'dev' or 'train'")
+        dataset = self.dataset(key)
+        layer = search_output_layer(self.model.network, get("search_output_layer", "output"))
+        output_file = get("search_output_file") or None
+        file_format = get("search_output_file_format", "txt")
+        if output_file is not None:
+            check_search_output(output_file, file_format)
+        path = self._restore_for_inference("search")
+        target = layer.opts.get("target") or "classes"
+        do_eval = bool(get("search_do_eval", True)) and target in dataset.data_keys()
+        result = run_search(self.model, dataset, layer, self.batching(), target_key=target, do_eval=do_eval)
+        line = f"search of '{key}' with the parameters of {path}: {len(result.hyps)} sequences"
+        if do_eval:
+            scores = record_search_score(self.model_prefix, path, key, result)
+            line += (f", edit-distance error {result.error:.4f} ({result.edits} edits / {result.ref_labels} "
+                     f"labels of '{target}'; recorded in {scores})")
+        if output_file is not None:
+            write_search_output(result, output_file, file_format)
+            line += f"; hypotheses written to {output_file}"
+        print(line, file=self.log)
 
 
 def _score_record(prefix: str, scores) -> Dict[str, float]:
