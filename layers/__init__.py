@@ -4,3 +4,4 @@ from . import (  # noqa: F401
     attention, basic, choice, constant, conv, elementwise, linear, losses, norm, ranges, rec, reduce, reinterpret,
     sequence, shape, source, split, subnetwork,
 )
+from . import loop_layers  # noqa: F401  (loop layers without a step state)

@@ -250,6 +250,11 @@ def masked(x: Tensor, dims: Sequence[Dim], fill: Any) -> Tensor:
     mask = sequence_mask([d for d in dims if x.has_dim(d)], like=x)
     if mask is None:
         return x
+    lacking = [d for d in mask.dims if not x.has_dim(d)]
+    if lacking:  # e.g. `x` has no batch dim: a frame is valid where it is valid for some sequence
+        from .reduce import reduce
+
+        mask = reduce(mask, mode="any", axis=lacking, use_mask=False)
     return permute(where(mask, x, fill), x.dims).with_data(x.data)
 
 

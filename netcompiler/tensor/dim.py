@@ -314,3 +314,9 @@ def split_dim(dim: Dim, factor: int, pad: bool, description: Optional[str] = Non
         return dim
     desc = description or f"{dim.description}//{factor}"
     return _derive("ceildiv" if pad else "floordiv", [dim], (factor,), dim.kind, desc)
+
+
+def same_size_dim(dim: Dim, description: Optional[str] = None) -> Dim:
+    """Another axis with the sizes of `dim` (e.g. the key positions against the query positions `dim`): a
+    dynamic `dim` gives a Dim whose sizes follow from `dim`'s, a static one a static Dim of the same size."""
+    return _derive("add", [dim], (0,), dim.kind, description or f"{dim.description}:same-size")
