@@ -5,7 +5,7 @@ import math
 
 import numpy as np
 
-from layer_cases.rec_loop import ELMAN, _elman_ref, lin, loop
+from layer_cases.rec_loop import ELMAN, UNTIL_END, _elman_ref, _until_end_ref, lin, loop
 from layer_harness import ErrorCase, LayerCase
 from netcompiler.errors import DimMismatchError, InvalidOptionError, UnknownReferenceError
 
@@ -74,7 +74,9 @@ def _att_ref(x, lengths, p):
     d, n = x["data"], lengths["data"]
     energy = d @ p["energy/W"] + p["energy/b"]  # [B, T, 2]
     w = _softmax_over_time(energy, n)
-    return {"att": np.einsum("btk,btf->bkf", w, d), "att1": np.einsum("bt,btf->bf", w[..., 0], d)}
+    heads = d.reshape(d.shape[:2] + (2, 3))
+    return {"att": np.einsum("btk,btf->bkf", w, d), "att1": np.einsum("bt,btf->bf", w[..., 0], d),
+            "att_heads": np.einsum("bth,bthf->bhf", w, heads)}
 
 
 def _att_loop_ref(x, lengths, p):
@@ -93,9 +95,16 @@ def _unstack_ref(x, lengths, p):
     return {"sum": _cumsum_steps(proj, lengths["data"]), "same": proj}
 
 
+def _last_frames(values, lengths):
+    return np.stack([values[b, max(n - 1, 0)] for b, n in enumerate(lengths)])
+
+
 def _last_ref(x, lengths, p):
-    h = _elman_ref(x, lengths, p)["rnn"]
-    return {"last": np.stack([h[b, max(n - 1, 0)] for b, n in enumerate(lengths["data"])])}
+    return {"last": _last_frames(_elman_ref(x, lengths, p)["rnn"], lengths["data"])}
+
+
+def _last_until_end_ref(x, lengths, p):
+    return {"last": _last_frames(_until_end_ref(x, lengths, p, cap=4)["gen"], np.minimum(lengths["data"], 4))}
 
 
 # --- relative_positional_encoding ---------------------------------------------------------------------------
@@ -137,9 +146,12 @@ CASES = [
         "w1": {"class": "slice", "axis": "F", "slice_end": 1, "from": "w"},
         "att": {"class": "generic_attention", "weights": "w", "base": "data", "is_output_layer": True},
         "att1": {"class": "generic_attention", "weights": "w1", "base": "data"},
+        "heads": {"class": "split_dims", "axis": "F", "dims": (2, 3), "from": "data"},
+        "att_heads": {"class": "generic_attention", "weights": "w", "base": "heads", "is_output_layer": True},
         "output": {"class": "copy", "from": "att1"}},
         {"att": "[B, 'energy:feature'(2), F|'data:feature'(6)] float32",
-         "att1": "[B, F|'data:feature'(6)] float32"},
+         "att1": "[B, F|'data:feature'(6)] float32",
+         "att_heads": "[B, 'energy:feature'(2), F|'heads:split1'(3)] float32"},
         params={"energy": {"W": (6, 2), "b": (2,)}}, reference=_att_ref),
     LayerCase("generic-attention-in-loop", {
         "energy": lin(1, "data"),
@@ -160,6 +172,12 @@ CASES = [
         "output": {"class": "copy", "from": "last"}},
         {"last": "[B, F|'rnn/output:feature'(5)] float32"},  # (its parameters: see the case "rec-loop-elman")
         reference=_last_ref),
+    LayerCase("rec-last-output-until-end", {
+        "len": {"class": "length", "from": "data"},
+        "gen": loop(UNTIL_END, source=[], max_seq_len=4),
+        "last": {"class": "rec_last_output", "rec_layer": "gen", "sub_layer_name": "output"},
+        "output": {"class": "copy", "from": "last"}},
+        {"last": "[B, F|'gen/output:feature'(3)] float32"}, reference=_last_until_end_ref),
     LayerCase("relative-positional-encoding", {
         "rel": {"class": "relative_positional_encoding", "n_out": 4, "clipping": 2, "is_output_layer": True},
         "rel_fixed": {"class": "relative_positional_encoding", "n_out": 5, "clipping": 3, "fixed": True,
