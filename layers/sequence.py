@@ -9,6 +9,8 @@ from netcompiler.tensor import (
     INT_DTYPES, SPATIAL, Data, Dim, Tensor, conv_out_dim, pad_dim, resolve_dim, resolve_dims, slice_dim,
 )
 
+from .cum_concat import frame_dim, in_loop_step
+
 AXIS = (str, int, Dim)
 AXES = AXIS + (list, tuple)
 PAD_MODES = ("constant", "reflect", "symmetric", "replication")
@@ -299,6 +301,8 @@ class WindowLayer(LayerBase):
     `stride` (1). Without `window_left`/`window_right`, window_right = window_size // 2 (as RETURNN).
     Frames outside a sequence are zeros, as for the sequence alone: "same" sets each sequence's padding
     to zero and pads the axis (`rf.masked`, `rf.pad`) before `rf.window` takes the windows.
+    In a loop body (as RETURNN): the input of the last `window_size` steps [B, W, ...], the current step's last,
+    zeros before the first step (a step state); that is window_left = window_size - 1, window_right = 0 over time.
     """
 
     layer_class = "window"
@@ -312,6 +316,10 @@ class WindowLayer(LayerBase):
     }
 
     def make_output(self):
+        if in_loop_step(self):
+            x = self.input_data
+            at = 1 if x.dims and x.dims[0].is_batch else 0
+            return x.copy(name=self.name, dims=x.dims[:at] + (self._loop_window_dim(),) + x.dims[at:])
         dim, windowed, window = self._window_dims()
         out = self.input_data.copy_replace_dim(dim, windowed, name=self.name)
         axis = out.axis_of(windowed)
@@ -329,7 +337,40 @@ class WindowLayer(LayerBase):
         self._check_left_right(size, padding)
         return dim, conv_out_dim(dim, size, stride, 1, padding), self.new_dim(size, SPATIAL, f"{self.name}:window")
 
+    def _loop_window_dim(self) -> Dim:
+        """The window's Dim in a loop body, where only the window over the steps so far is possible."""
+        size = _int_at_least(self, "window_size", 1)
+        wrong = {"window_left": (None, size - 1), "window_right": (None, 0), "stride": (1,), "axis": ("T",)}
+        for key, allowed in wrong.items():
+            if self.opts[key] not in allowed:
+                raise self.error(f"in a loop body a window holds the last {size} steps, so option '{key}' must be "
+                                 f"{' or '.join(repr(a) for a in allowed)}, not {self.opts[key]!r}", option=key,
+                                 suggestion="move the layer out of the rec unit to window over other axes")
+        if self.opts["padding"].lower() != "same":
+            raise self.error(f"in a loop body a window pads before the first step (padding 'same'), not "
+                             f"{self.opts['padding']!r}", option="padding")
+        return self.new_dim(size, SPATIAL, f"{self.name}:window")
+
+    def initial_step_state(self, inputs):
+        if not in_loop_step(self):
+            return None
+        return {"window": rf.zeros(self.output.dims, dtype=self.output.dtype)}
+
+    def _loop_emit(self, inputs):
+        window, one = self._loop_window_dim(), frame_dim(self)
+        frame = rf.expand_dim(inputs.x, one)
+        if window.size == 1:
+            latest = rf.replace_dim(frame, in_dim=one, out_dim=window)
+        else:
+            earlier = self.new_dim(window.size - 1, SPATIAL, f"{self.name}:window-earlier")
+            kept = rf.slice(inputs.step_state["window"], axis=window, start=1, out_dim=earlier)
+            latest = rf.concat((kept, earlier), (frame, one), out_dim=window)
+        inputs.set_step_state({"window": latest})
+        return latest
+
     def emit(self, inputs):
+        if inputs.loop_state is not None:
+            return self._loop_emit(inputs)
         x = inputs.x
         dim, windowed, window = self._window_dims()
         if self.opts["padding"].lower() == "same":
@@ -367,7 +408,8 @@ class CumsumLayer(LayerBase):
     Options: `axis` ("T"; not the batch axis), `additional_left_summand_per_element` (None; a number
     added before each element; strings are not supported by netcompiler yet), `reverse` (False:
     sums from the end). On a dynamic axis each sequence is summed on its own (reverse: from its own end,
-    its padding set to zero first).
+    its padding set to zero first). In a loop body (as RETURNN): the sum of the input over the steps so far (a
+    step state; `axis` must be "T", no `reverse`).
     """
 
     layer_class = "cumsum"
@@ -389,14 +431,31 @@ class CumsumLayer(LayerBase):
         _check_fill_value(self, x, "additional_left_summand_per_element")
         return x.copy(name=self.name, sparse_dim=None)
 
-    def _sum_axis(self) -> Dim:
+    def _sum_axis(self) -> Optional[Dim]:
+        """The summed axis; None in a loop body, where the steps are summed."""
+        if in_loop_step(self):
+            for key, allowed in (("axis", "T"), ("reverse", False)):
+                if self.opts[key] != allowed:
+                    raise self.error(f"in a loop body cumsum sums over the steps, so option '{key}' must be "
+                                     f"{allowed!r}, not {self.opts[key]!r}", option=key,
+                                     suggestion="move the layer out of the rec unit to sum over other axes")
+            return None
         return _axis_dim(self, self.input_data, "axis", "sum over")
 
+    def initial_step_state(self, inputs):
+        if not in_loop_step(self):
+            return None
+        return {"sum": rf.zeros(self.output.dims, dtype=self.output.dtype)}
+
     def emit(self, inputs):
-        x, dim, reverse = inputs.x, self._sum_axis(), self.opts["reverse"]
+        x, dim, reverse = inputs.x.copy(sparse_dim=None), self._sum_axis(), self.opts["reverse"]
         summand = self.opts["additional_left_summand_per_element"]
         if summand is not None:
             x = x + summand
+        if inputs.loop_state is not None:
+            total = inputs.step_state["sum"] + x
+            inputs.set_step_state({"sum": total})
+            return total
         if reverse and _sequence_sizes(inputs.run, x, dim) is not None:  # forward sums never read the padding
             x = rf.masked(x, [dim], 0)
         return rf.cumsum(x, axis=dim, reverse=reverse)

@@ -1,0 +1,151 @@
+"""`self_attention`: multi-head dot-product attention of a sequence to itself (keys and values of the steps so
+far as a step state in a loop body)."""
+
+from netcompiler import frontend as rf
+from netcompiler.layer_base import NONE_TYPE, NUMBER, LayerBase, Option, ParamSpec
+from netcompiler.tensor import FEATURE, SPATIAL, Dim, Tensor
+
+from .attention import check_float_input
+from .cum_concat import append_frame, empty_history, in_loop_step
+
+# RETURNN options netcompiler refuses (with what to do instead).
+_UNSUPPORTED = {
+    "key_shift": "relative positions on the keys",
+    "restrict_state_length": "a history cut to its last frames",
+    "state_var_lengths": "states kept in variables",
+    "initial_state": "a state given before the first step",
+}
+
+
+class SelfAttentionLayer(LayerBase):
+    """Multi-head scaled dot-product self-attention: each frame's query attends to the keys of the frames of its
+    sequence (all of them; only those up to itself with `attention_left_only`) and averages their values.
+
+    Options: `num_heads`, `total_key_dim` (both required; key and value sizes split evenly over the heads),
+    `n_out` (required: the total value size, the output's feature size), `attention_left_only` (False),
+    `attention_dropout` (0.0, on the attention weights in training), `forward_weights_init` ("glorot_uniform").
+    One parameter `QKV` [in, 2 * total_key_dim + n_out] as in RETURNN: its columns are per head (query, key,
+    value) in turn. In a loop body a step attends to the keys of every step so far (its step state), which equals
+    `attention_left_only` over the whole sequence. RETURNN's `key_shift`, `restrict_state_length`,
+    `state_var_lengths` and `initial_state` are not supported.
+    """
+
+    layer_class = "self_attention"
+    options = {
+        "num_heads": Option(types=(int,)),
+        "total_key_dim": Option(types=(int,)),
+        "attention_left_only": Option(False, (bool,)),
+        "attention_dropout": Option(0.0, NUMBER),
+        "forward_weights_init": Option("glorot_uniform", (str, float, int, dict)),
+        **{key: Option(None, ()) for key in _UNSUPPORTED},
+    }
+    step_state_frozen_past_end = False
+
+    def make_output(self):
+        for key, what in _UNSUPPORTED.items():
+            if self.opts[key] is not None:
+                raise self.error(f"option '{key}' ({what}) is not supported by netcompiler yet", option=key)
+        x = self.input_data
+        check_float_input(self, x, self.sources[0].name if len(self.sources) == 1 else "from")
+        if x.feature_dim is None or x.feature_dim.size is None:
+            raise self.error(f"the input {x.describe()} needs a static feature dim", option="from")
+        if not 0.0 <= float(self.opts["attention_dropout"]) < 1.0:
+            raise self.error(f"'attention_dropout' must be a rate in [0, 1), not {self.opts['attention_dropout']!r}",
+                             option="attention_dropout")
+        n_out = self.opts["n_out"]
+        if n_out is None:
+            raise self.error("class 'self_attention' needs option 'n_out' (the total value size)", option="n_out")
+        self._head_sizes()
+        if not in_loop_step(self) and (x.time_dim is None or x.time_dim.is_batch):
+            raise self.error(f"outside a loop, self_attention attends over the time axis, and {x.describe()} has "
+                             f"none", option="from")
+        return self.projected_output(self.new_feature_dim(n_out))
+
+    def _head_sizes(self):
+        """(heads, key size per head, value size per head); each total must split evenly over the heads."""
+        heads = self.opts["num_heads"]
+        if heads < 1:
+            raise self.error(f"'num_heads' must be positive, not {heads}", option="num_heads")
+        sizes = []
+        for option, total in (("total_key_dim", self.opts["total_key_dim"]), ("n_out", self.opts["n_out"])):
+            if total < 1 or total % heads:
+                raise self.error(f"'{option}' {total} must be a positive multiple of 'num_heads' {heads}",
+                                 option=option)
+            sizes.append(total // heads)
+        return heads, sizes[0], sizes[1]
+
+    def _dims(self):
+        """The Dims of the projection: (qkv, heads, per head: (query, key, value) in turn, key, key of the keys,
+        value)."""
+        heads, key, value = self._head_sizes()
+        return (self.new_dim(2 * self.opts["total_key_dim"] + self.opts["n_out"], FEATURE, f"{self.name}:qkv"),
+                self.new_dim(heads, SPATIAL, f"{self.name}:heads"),
+                self.new_dim(2 * key + value, FEATURE, f"{self.name}:qkv-per-head"),
+                self.new_dim(key, FEATURE, f"{self.name}:query"),
+                self.new_dim(key, FEATURE, f"{self.name}:key"),
+                self.new_dim(value, FEATURE, f"{self.name}:value"))
+
+    def _history_dim(self) -> Dim:
+        return self.new_dim(None, SPATIAL, f"{self.name}:keys")
+
+    def make_params(self):
+        qkv = self._dims()[0]
+        return {"QKV": ParamSpec((self.input_data.feature_dim, qkv), self.opts["forward_weights_init"])}
+
+    def _project(self, inputs):
+        """The input projected to queries (scaled by key size ** -0.5), keys and values, each with the heads axis."""
+        qkv, heads, per_head, query, key, value = self._dims()
+        x = inputs.x
+        projected = rf.matmul(x, inputs.param("QKV"), reduce=x.feature_dim)
+        projected = rf.split_dims(projected, axis=qkv, dims=[heads, per_head])
+        # the query gets a Dim of its own: the energies reduce over the keys' key axis only
+        q, k, v = rf.split(projected, axis=per_head, out_dims=[query, key, value])
+        return q * (query.size ** -0.5), k, v
+
+    def initial_step_state(self, inputs):
+        if not in_loop_step(self):
+            return None
+        _, heads, _, _, key, value = self._dims()
+        history = self._history_dim()
+        rest = [d for d in self.output.dims if d != self.output.feature_dim]
+        templates = {"keys": [heads, key], "values": [heads, value]}
+        return {name: empty_history(self, self.output.copy(dims=rest[:1] + [history] + rest[1:] + dims),
+                                    history)
+                for name, dims in templates.items()}
+
+    def emit(self, inputs):
+        q, k, v = self._project(inputs)
+        _, heads, _, query, key, value = self._dims()
+        history = self._history_dim()
+        if inputs.loop_state is None:
+            time = self.input_data.time_dim
+            inputs.set_size(history, inputs.run.size(time))
+            k, v = (rf.replace_dim(t, in_dim=time, out_dim=history) for t in (k, v))
+        else:
+            state = inputs.step_state
+            k = append_frame(inputs, state["keys"], k, history)
+            v = append_frame(inputs, state["values"], v, history)
+            inputs.set_step_state({"keys": k, "values": v})
+        energy = rf.matmul(rf.replace_dim(q, in_dim=query, out_dim=key), k, reduce=key)
+        valid = self._valid_keys(inputs, energy, history)
+        if valid is not None:
+            energy = rf.where(valid, energy, float("-inf"), dim_order=energy.dims)
+        weights = rf.softmax(energy, axis=history, use_mask=False)
+        if self.opts["attention_dropout"] and inputs.training:
+            weights = rf.dropout(weights, float(self.opts["attention_dropout"]))
+        out = rf.matmul(weights, v, reduce=history)
+        out, _ = rf.merge_dims(out, dims=[heads, value], out_dim=self.output.feature_dim)
+        return out
+
+    def _valid_keys(self, inputs, energy: Tensor, history: Dim):
+        """Bool Tensor of the keys each query may see (None: all): outside a loop within the sequence's length,
+        and with `attention_left_only` up to the query's own frame. In a loop step every key so far counts."""
+        if inputs.loop_state is not None:
+            return None
+        valid = rf.sequence_mask([history], like=energy)
+        if self.opts["attention_left_only"]:
+            time = self.input_data.time_dim
+            left = rf.compare(rf.range_over_dim(history, like=energy), "less_equal",
+                              rf.range_over_dim(time, like=energy))
+            valid = left if valid is None else valid & left
+        return valid

@@ -1,0 +1,145 @@
+"""Cases for layers that carry a state from step to step in a loop body (cum_concat, self_attention, window,
+cumsum), in a rec unit and outside of loops, with NumPy references that run each sequence on its own."""
+
+import numpy as np
+
+from layer_harness import ErrorCase, LayerCase
+from netcompiler.errors import InvalidOptionError
+from netcompiler.tensor import SpatialDim
+
+T = "T|'time:data'"
+DATA = f"[B, {T}, F|'data:feature'(6)] float32"
+HISTORY = SpatialDim("history")
+
+
+def loop(unit, source="data", **opts):
+    return {"class": "rec", "from": source, "unit": unit, **opts}
+
+
+def _per_seq(x, lengths, fn):
+    """fn(sequence [T_b, ...]) -> [T_b, ...] for each sequence alone, padded back into [B, T, ...] with zeros."""
+    outs = [fn(x[b, :n]) for b, n in enumerate(lengths)]
+    batch = np.zeros((len(outs), x.shape[1]) + outs[0].shape[1:])
+    for b, o in enumerate(outs):
+        batch[b, :len(o)] = o
+    return batch
+
+
+# --- cum_concat --------------------------------------------------------------------------------------------------
+CUM_CONCAT_UNIT = {
+    "key": {"class": "linear", "n_out": 4, "from": "data:source"},
+    "history": {"class": "cum_concat", "from": "key", "out_spatial_dim": HISTORY},
+    "mean": {"class": "reduce", "mode": "mean", "axes": "stag:history", "from": "history"},
+    "output": {"class": "reduce", "mode": "max", "axes": "T", "from": "history"},
+    "both": {"class": "copy", "from": ["mean", "output"], "is_output_layer": True},
+}
+
+
+def _cum_concat_ref(x, lengths, p):
+    def run(s):
+        key = s @ p["loop/rec/key/W"] + p["loop/rec/key/b"]
+        means = np.stack([key[:t + 1].mean(0) for t in range(len(s))])
+        maxes = np.stack([key[:t + 1].max(0) for t in range(len(s))])
+        return np.concatenate([means, maxes], -1)
+    both = _per_seq(x["data"], lengths["data"], run)
+    return {"loop": both[..., 4:], "loop/both": both}
+
+
+# --- self_attention ----------------------------------------------------------------------------------------------
+def _self_attention(s, qkv, heads, key_total, left_only):
+    """RETURNN's self-attention of one sequence [T, F]: QKV's columns per head (query, key, value)."""
+    n_out = qkv.shape[1] - 2 * key_total
+    key, value = key_total // heads, n_out // heads
+    proj = (s @ qkv).reshape(len(s), heads, 2 * key + value)
+    q, k, v = proj[..., :key] * key ** -0.5, proj[..., key:2 * key], proj[..., 2 * key:]
+    energy = np.einsum("thd,shd->hts", q, k)
+    if left_only:
+        energy = np.where(np.tril(np.ones((len(s), len(s)), bool)), energy, -np.inf)
+    weights = np.exp(energy - energy.max(-1, keepdims=True))
+    weights /= weights.sum(-1, keepdims=True)
+    return np.einsum("hts,shd->thd", weights, v).reshape(len(s), n_out)
+
+
+def _attention_ref(name, param, left_only, heads=2, key_total=4):
+    return lambda x, lengths, p: {name: _per_seq(
+        x["data"], lengths["data"], lambda s: _self_attention(s, p[param], heads, key_total, left_only))}
+
+
+def _att(**opts):
+    return {"class": "self_attention", "num_heads": 2, "total_key_dim": 4, "n_out": 6, **opts}
+
+
+# --- window and cumsum: in a loop over the steps so far, outside over time with window_left = size - 1 -------------
+def _window_ref(x, lengths, p):
+    def run(s):
+        padded = np.concatenate([np.zeros((2,) + s.shape[1:]), s])
+        return np.stack([padded[t:t + 3] for t in range(len(s))])
+    windows = _per_seq(x["data"], lengths["data"], run)
+    return {"loop": windows, "outside": windows}
+
+
+def _cumsum_ref(x, lengths, p):
+    sums = _per_seq(x["data"], lengths["data"], lambda s: np.cumsum(s + 1, 0))
+    return {"loop": sums, "outside": sums}
+
+
+CASES = [
+    LayerCase("cum-concat-in-loop", {"loop": loop(CUM_CONCAT_UNIT), "output": {"class": "copy", "from": "loop"}},
+              {"loop": f"[B, {T}, F|'loop/key:feature'(4)] float32",
+               "loop/both": f"[B, {T}, F|'loop/key:feature+loop/key:feature'(8)] float32"},
+              params={"loop/key": {"W": (6, 4), "b": (4,)}}, reference=_cum_concat_ref),
+    LayerCase("cum-concat-outside-loop", {"output": {"class": "cum_concat", "from": "data"}},
+              {"output": "[B, T|'output:cum_concat', F|'data:feature'(6)] float32"},
+              reference=lambda x, lengths, p: {"output": _per_seq(x["data"], lengths["data"], lambda s: s)}),
+    LayerCase("self-attention-outside-loop", {"output": _att()},
+              {"output": f"[B, {T}, F|'output:feature'(6)] float32"},
+              params={"output": {"QKV": (6, 14)}}, reference=_attention_ref("output", "output/QKV", False)),
+    LayerCase("self-attention-outside-loop-left-only", {"output": _att(attention_left_only=True, num_heads=1)},
+              {"output": f"[B, {T}, F|'output:feature'(6)] float32"},
+              params={"output": {"QKV": (6, 14)}},
+              reference=_attention_ref("output", "output/QKV", True, heads=1)),
+    LayerCase("self-attention-in-loop", {"loop": loop({"output": {**_att(), "from": "data:source"}}),
+                                         "output": {"class": "copy", "from": "loop"}},
+              {"loop": f"[B, {T}, F|'loop/output:feature'(6)] float32"},
+              params={"loop/output": {"QKV": (6, 14)}}, reference=_attention_ref("loop", "loop/rec/output/QKV", True)),
+    LayerCase("window-in-loop-and-outside", {
+        "loop": loop({"output": {"class": "window", "window_size": 3, "from": "data:source"}}),
+        "outside": {"class": "window", "window_size": 3, "window_left": 2, "window_right": 0, "from": "data",
+                    "is_output_layer": True},
+        "output": {"class": "copy", "from": "loop"}},
+        {"loop": f"[B, {T}, 'loop/output:window'(3), F|'data:feature'(6)] float32",
+         "outside": f"[B, {T}, 'outside:window'(3), F|'data:feature'(6)] float32"}, reference=_window_ref),
+    LayerCase("cumsum-in-loop-and-outside", {
+        "loop": loop({"output": {"class": "cumsum", "from": "data:source", "additional_left_summand_per_element": 1}}),
+        "outside": {"class": "cumsum", "from": "data", "additional_left_summand_per_element": 1},
+        "output": {"class": "copy", "from": ["loop", "outside"]}},
+        {"loop": DATA, "outside": DATA}, reference=_cumsum_ref),
+]
+
+
+def _in_loop(layer):
+    return {"output": loop({"output": {**layer, "from": "data:source"}})}
+
+
+ERROR_CASES = [
+    ErrorCase("cum-concat-outside-without-time", {"red": {"class": "reduce", "mode": "max", "axes": "T"},
+                                                  "output": {"class": "cum_concat", "from": "red"}},
+              InvalidOptionError, ["layer 'output'", "replaces the input's (dynamic) time axis"]),
+    ErrorCase("cum-concat-static-dim", {"output": {"class": "cum_concat", "from": "data",
+                                                   "out_spatial_dim": SpatialDim("fixed", 3)}},
+              InvalidOptionError, ["'out_spatial_dim'", "must be a dynamic spatial dim"]),
+    ErrorCase("self-attention-heads-do-not-divide", {"output": _att(total_key_dim=5)}, InvalidOptionError,
+              ["'total_key_dim' 5 must be a positive multiple of 'num_heads' 2"]),
+    ErrorCase("self-attention-no-n-out", {"output": {**_att(), "n_out": None}}, InvalidOptionError,
+              ["needs option 'n_out'"]),
+    ErrorCase("self-attention-key-shift", {"output": _att(key_shift="data")}, InvalidOptionError,
+              ["option 'key_shift'", "not supported"]),
+    ErrorCase("self-attention-sparse-input", {"output": {**_att(), "from": "data:classes"}}, InvalidOptionError,
+              ["must hold float values"]),
+    ErrorCase("window-in-loop-right-context", _in_loop({"class": "window", "window_size": 3, "window_right": 1}),
+              InvalidOptionError, ["output/output", "option 'window_right' must be None or 0"]),
+    ErrorCase("window-in-loop-stride", _in_loop({"class": "window", "window_size": 3, "stride": 2}),
+              InvalidOptionError, ["option 'stride' must be 1"]),
+    ErrorCase("cumsum-in-loop-reverse", _in_loop({"class": "cumsum", "reverse": True}), InvalidOptionError,
+              ["output/output", "option 'reverse' must be False"]),
+]
