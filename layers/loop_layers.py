@@ -178,9 +178,11 @@ class RelativePositionalEncodingLayer(LayerBase):
     "encoding_matrix", or with `fixed` the sinusoids of positions 0 .. 2 clipping).
 
     Options: `n_out` (the channels), `clipping` (16), `fixed` (False), `forward_weights_init`
-    ("glorot_uniform"). The output has no batch dim: [T, T', n_out], where T is the input's time axis and T'
-    (the key positions) another axis with the same lengths. Inside a loop (relative to the current step over
-    the frames accumulated so far) it is not supported yet: that needs the accumulated dim of 'cum_concat'.
+    ("glorot_uniform"). The output has no batch dim: outside a loop [T, T', n_out], where T is the input's time
+    axis and T' (the key positions) another axis with the same lengths; inside a loop (an input without a time
+    axis) the query is the step i: [1, K, n_out] with K the frames 0..i so far (length i + 1 at every step, as
+    the history of 'cum_concat'; its own Dim, which a consumer pairs with the keys' axis by position). Like
+    'cum_concat' in a loop, it cannot be stacked over the loop (its shape grows with each step).
     """
 
     layer_class = "relative_positional_encoding"
@@ -193,21 +195,30 @@ class RelativePositionalEncodingLayer(LayerBase):
 
     def make_output(self):
         x = self.input_data
-        if x.time_dim is None:
-            if self.network.inside_loop:
-                raise self.error("relative_positional_encoding inside a rec loop (positions relative to the step "
-                                 "over the frames accumulated so far) is not supported by netcompiler yet: it needs "
-                                 "the accumulated dim of 'cum_concat'", option="from",
-                                 suggestion="use it outside the loop on an input with a time axis")
-            raise self.error(f"the input {x.describe()} has no time axis", option="from")
+        if x.time_dim is None and not self.network.per_step:
+            where = "in a network nested in a loop body" if self.network.inside_loop else "outside a loop"
+            raise self.error(f"{where} the input needs a time axis, not {x.describe()}", option="from",
+                             suggestion="give an input with a time axis, or use the layer directly in a rec unit")
         if self.opts["clipping"] < 0:
             raise self.error(f"'clipping' must be >= 0, not {self.opts['clipping']}", option="clipping")
-        time, key = self._time_dims(x)
-        return Data(self.name, (time, key, self.new_feature_dim(self.opts["n_out"])), "float32", time_dim=time)
+        query, key = self._position_dims(x)
+        if x.time_dim is None:
+            _step_layer(self)
+        return Data(self.name, (query, key, self.new_feature_dim(self.opts["n_out"])), "float32",
+                    time_dim=query if x.time_dim is not None else key)
 
-    def _time_dims(self, x: Data) -> Tuple[Dim, Dim]:
+    def _position_dims(self, x: Data) -> Tuple[Dim, Dim]:
+        """The query and key axes: the time axis and another of its lengths; in a loop step a size-1 axis (the
+        step) and the frames so far."""
         time = x.time_dim
+        if time is None:
+            return (self.new_dim(1, SPATIAL, f"{self.name}:rel-query"),
+                    self.new_dim(None, SPATIAL, f"{self.name}:rel-key"))
         return time, same_size_dim(time, f"{time.description}:rel-key")
+
+    def dependencies(self) -> List[LayerBase]:
+        deps = super().dependencies()
+        return deps + [_step_layer(self)] if self.input_data.time_dim is None else deps
 
     def _table_dim(self) -> Dim:
         return self.new_dim(2 * self.opts["clipping"] + 1, SPATIAL, f"{self.name}:rel-pos")
@@ -220,17 +231,22 @@ class RelativePositionalEncodingLayer(LayerBase):
 
     def emit(self, inputs):
         clipping = self.opts["clipping"]
-        time, key = self._time_dims(self.input_data)
+        query, key = self._position_dims(self.input_data)
         table_dim = self._table_dim()
         if self.opts["fixed"]:
             table = sinusoids(rf.range_over_dim(table_dim), self.output.feature_dim)
         else:
             table = inputs.param("encoding_matrix")
-        query = rf.range_over_dim(time, like=inputs.sources[0])
-        keys = rf.replace_dim(query, in_dim=time, out_dim=key)
-        distance = rf.combine(keys, "sub", query, dim_order=(time, key))
+        if self.input_data.time_dim is None:  # a loop step: key frames 0..i against the step i
+            step = inputs.value(_step_layer(self))
+            inputs.set_size(key, step + 1)  # the same at every sequence (a scalar size: no padding)
+            distance = rf.range_over_dim(key) - step
+        else:
+            positions = rf.range_over_dim(query, like=inputs.sources[0])
+            keys = rf.replace_dim(positions, in_dim=query, out_dim=key)
+            distance = rf.combine(keys, "sub", positions, dim_order=(query, key))
         index = rf.clip_by_value(distance, -clipping, clipping) + clipping
-        return rf.gather(table, indices=index, axis=table_dim)
+        return _with_dims(rf.gather(table, indices=index, axis=table_dim), self.output.dims)
 
 
 class GenericAttentionLayer(LayerBase):

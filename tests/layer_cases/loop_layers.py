@@ -115,6 +115,19 @@ def _rel_ref(x, lengths, p):
         np.arange(t)[None, :] - np.arange(t)[:, None], -3, 3) + 3]}
 
 
+def _rel_loop_ref(x, lengths, p):
+    d = x["data"]
+    table = p["r/rec/rel/encoding_matrix"]
+    sums = np.stack([table[np.clip(np.arange(t + 1) - t, -2, 2) + 2].sum(0) for t in range(d.shape[1])])
+    return {"r": (d + sums[None])[..., None]}
+
+
+REL_UNIT = {
+    "rel": {"class": "relative_positional_encoding", "n_out": 6, "clipping": 2, "from": "data:source"},
+    "sum": {"class": "reduce", "mode": "sum", "axes": "T", "from": "rel"},  # over the key frames 0..i
+    "output": {"class": "combine", "kind": "add", "from": ["data:source", "sum"]},
+}
+
 ATT_UNIT = {
     "step": {"class": "cast", "from": ":i", "dtype": "float32"},
     "e": {"class": "combine", "kind": "mul", "from": ["base:energy", "step"]},
@@ -186,6 +199,9 @@ CASES = [
         {"rel": "[T|'time:data', 'time:data:rel-key', F|'rel:feature'(4)] float32",
          "rel_fixed": "[T|'time:data', 'time:data:rel-key', F|'rel_fixed:feature'(5)] float32"},
         params={"rel": {"encoding_matrix": (5, 4)}}, reference=_rel_ref),
+    LayerCase("relative-positional-encoding-in-loop", {"r": loop(REL_UNIT), "output": {"class": "copy", "from": "r"}},
+              {"r": f"[B, {T}, F|'data:feature'(6), 'r/rel:rel-query'(1)] float32"},
+              params={"r/rel": {"encoding_matrix": (5, 6)}}, reference=_rel_loop_ref),
 ]
 
 _RED = {"class": "reduce", "mode": "max", "axes": "T", "from": "data"}
@@ -199,9 +215,9 @@ ERROR_CASES = [
               ["'add_to_input'", "'n_out' (4)"]),
     ErrorCase("positional-encoding-bad-offset", {"output": pos_enc(n_out=4, offset="data")}, DimMismatchError,
               ["'offset' layer 'data'", "must hold ints"]),
-    ErrorCase("relative-positional-encoding-in-loop", {"output": loop(
-        {"output": {"class": "relative_positional_encoding", "n_out": 4, "from": "data:source"}})},
-              InvalidOptionError, ["output/output", "not supported by netcompiler yet", "'cum_concat'"]),
+    ErrorCase("relative-positional-encoding-no-time", {"red": _RED, "output": {
+        "class": "relative_positional_encoding", "n_out": 4, "from": "red"}}, InvalidOptionError,
+              ["outside a loop the input needs a time axis"]),
     ErrorCase("relative-positional-encoding-bad-clipping", {"output": {
         "class": "relative_positional_encoding", "n_out": 4, "clipping": -1}}, InvalidOptionError, ["'clipping'"]),
     ErrorCase("generic-attention-from", {"output": {"class": "generic_attention", "weights": "data", "base": "data",
