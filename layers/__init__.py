@@ -5,4 +5,4 @@ from . import (  # noqa: F401
     sequence, shape, source, split, subnetwork,
 )
 from . import loop_layers  # noqa: F401  (loop layers without a step state)
-from . import cum_concat, self_attention  # noqa: F401  (loop layers with a step state)
+from . import cum_concat, masked, self_attention  # noqa: F401  (loop layers with a step state)

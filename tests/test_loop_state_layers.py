@@ -61,3 +61,26 @@ def test_cum_concat_in_a_nested_network_of_a_loop_is_refused():
             "output": {"class": "copy", "from": "sub"}}
     with pytest.raises(InvalidOptionError, match="directly in a loop body"):
         build_from_dict({"output": {"class": "rec", "from": "data", "unit": unit}}, EXTERN)
+
+
+def test_masked_computation_in_loop_equals_unmasked_outside():
+    """In a loop the unit's output is held over unselected steps; outside, unmask repeats the last selected frame."""
+    mask = {"mean": {"class": "reduce", "mode": "mean", "axes": "F", "from": "data:source"},
+            "mask": {"class": "compare", "kind": "greater", "value": 0.0, "from": "mean"}}
+    unit = {"class": "linear", "n_out": 3, "activation": "tanh"}
+    net = {"loop": {"class": "rec", "from": "data", "unit": {
+               **mask, "output": {"class": "masked_computation", "mask": "mask", "from": "data:source", "unit": unit}}},
+           "mean": {**mask["mean"], "from": "data"}, "mask": mask["mask"],
+           "masked": {"class": "masked_computation", "mask": "mask", "from": "data", "unit": unit},
+           "outside": {"class": "unmask", "from": "masked", "mask": "mask", "is_output_layer": True},
+           "output": {"class": "copy", "from": "loop"}}
+    network = build_from_dict(net, EXTERN)
+    model = CompiledNetwork(network)
+    for key in ("W", "b"):
+        model.params[f"loop/rec/output/{key}"].assign(model.params[f"masked/{key}"])
+    inputs, lengths = random_batch(network)
+    layers = {layer.name: layer for layer in network.all_layers()}
+    ctx = model.forward(inputs, lengths, training=False)
+    inside, outside = (ctx.value(layers[name]).raw.numpy() for name in ("loop", "outside"))
+    for b, n in enumerate(lengths["data"]):
+        np.testing.assert_allclose(inside[b, :n], outside[b, :n], rtol=1e-5, atol=1e-5)

@@ -143,3 +143,65 @@ ERROR_CASES = [
     ErrorCase("cumsum-in-loop-reverse", _in_loop({"class": "cumsum", "reverse": True}), InvalidOptionError,
               ["output/output", "option 'reverse' must be False"]),
 ]
+
+
+# --- masked_computation and unmask: outside a loop packed and put back, inside held past unselected steps ----------
+MASK_LAYERS = {"mean": {"class": "reduce", "mode": "mean", "axes": "F", "from": "data"},
+               "mask": {"class": "compare", "kind": "greater", "value": 0.0, "from": "mean"}}
+MASKED_UNIT = {"class": "linear", "n_out": 3, "activation": "tanh"}
+MASKED_LOOP = {"mean": {"class": "reduce", "mode": "mean", "axes": "F", "from": "data:source"},
+               "mask": {"class": "compare", "kind": "greater", "value": 0.0, "from": "mean"},
+               "output": {"class": "masked_computation", "mask": "mask", "from": "data:source", "unit": MASKED_UNIT}}
+
+
+def _held(s, param):
+    """Per frame: the unit on the last frame up to it whose mean is > 0 (zeros before the first)."""
+    out, last = np.zeros((len(s), 3)), np.zeros(3)
+    for t, frame in enumerate(s):
+        if frame.mean() > 0:
+            last = np.tanh(frame @ param("W") + param("b"))
+        out[t] = last
+    return out
+
+
+def _masked_ref(prefix, name):
+    return lambda x, lengths, p: {name: _per_seq(x["data"], lengths["data"],
+                                                 lambda s: _held(s, lambda k: p[f"{prefix}/{k}"]))}
+
+
+def _packed_ref(x, lengths, p):
+    seqs = [x["data"][b, :n] for b, n in enumerate(lengths["data"])]
+    packed = [np.tanh(s[s.mean(-1) > 0] @ p["masked/W"] + p["masked/b"]) for s in seqs]
+    out = np.zeros((len(seqs), max(len(q) for q in packed), 3))
+    for b, q in enumerate(packed):
+        out[b, :len(q)] = q
+    return {"masked": out, **_masked_ref("masked", "output")(x, lengths, p)}
+
+
+CASES += [
+    LayerCase("masked-computation-outside-loop-and-unmask", {
+        **MASK_LAYERS, "masked": {"class": "masked_computation", "mask": "mask", "from": "data", "unit": MASKED_UNIT},
+        "output": {"class": "unmask", "from": "masked", "mask": "mask"}},
+        {"masked": "[B, T|'masked:masked', F|'masked:feature'(3)] float32",
+         "output": f"[B, {T}, F|'masked:feature'(3)] float32"},
+        params={"masked": {"W": (6, 3), "b": (3,)}}, reference=_packed_ref),
+    LayerCase("masked-computation-in-loop", {"loop": loop(MASKED_LOOP), "output": {"class": "copy", "from": "loop"}},
+              {"loop": f"[B, {T}, F|'loop/output:feature'(3)] float32"},
+              params={"loop/output": {"W": (6, 3), "b": (3,)}}, reference=_masked_ref("loop/rec/output", "loop")),
+]
+
+ERROR_CASES += [
+    ErrorCase("masked-computation-mask-not-bool", {**MASK_LAYERS, "output": {
+        "class": "masked_computation", "mask": "mean", "from": "data", "unit": MASKED_UNIT}}, InvalidOptionError,
+              ["layer 'output'", "'mask' 'mean'", "must be bool [B, T]"]),
+    ErrorCase("masked-computation-masked-from", {**MASK_LAYERS, "output": {
+        "class": "masked_computation", "mask": "mask", "masked_from": "data", "unit": MASKED_UNIT}},
+              InvalidOptionError, ["'masked_from' is not supported"]),
+    ErrorCase("masked-computation-stateful-unit-in-loop", {"output": loop({**MASKED_LOOP, "output": {
+        **MASKED_LOOP["output"], "unit": {"class": "cumsum"}}})}, InvalidOptionError,
+              ["output/output", "carries a step state of its own"]),
+    ErrorCase("unmask-skip-initial", {**MASK_LAYERS, "masked": {
+        "class": "masked_computation", "mask": "mask", "from": "data", "unit": MASKED_UNIT},
+        "output": {"class": "unmask", "from": "masked", "mask": "mask", "skip_initial": True}}, InvalidOptionError,
+              ["'skip_initial' is not supported"]),
+]
