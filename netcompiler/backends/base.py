@@ -100,6 +100,12 @@ class Backend:
         """Identity forward; the gradient times `scale`."""
         raise _missing(cls, "scaled_gradient_raw")
 
+    @classmethod
+    def filtered_gradient_raw(cls, raw: Any, threshold: float, reduce_axes: Sequence[int]) -> Any:
+        """Identity forward; the gradient zeroed where max(grad ** 2) over `reduce_axes` (kept as size 1)
+        is >= `threshold`."""
+        raise _missing(cls, "filtered_gradient_raw")
+
     # --- layout ----------------------------------------------------------------------------------
     @classmethod
     def reshape_raw(cls, raw: Any, shape: Sequence[Any]) -> Any:
@@ -301,6 +307,14 @@ class Backend:
 
         return contextlib.nullcontext()
 
+    @classmethod
+    def emission_scope_raw(cls):
+        """A context manager for emitting layers: the framework must run the code as written (it makes its control
+        flow with `cond_raw` and `while_loop_raw`), not rewrite it (a no-op where nothing rewrites code)."""
+        import contextlib
+
+        return contextlib.nullcontext()
+
     # --- user code ------------------------------------------------------------------------------------------
     @classmethod
     def eval_globals_raw(cls) -> dict:
@@ -374,3 +388,14 @@ class Backend:
     def step_stack_stack_raw(cls, stack: Any) -> Any:
         """The entries of `stack` stacked along a new axis 0."""
         raise _missing(cls, "step_stack_stack_raw")
+
+    @classmethod
+    def step_frames_raw(cls, x: Any) -> Any:
+        """`x` split along axis 0 into frames that a loop reads one per step (`step_frame_raw`); reading a frame
+        must not cost a gradient of the size of all of `x` per step (as a gather in a loop does)."""
+        raise _missing(cls, "step_frames_raw")
+
+    @classmethod
+    def step_frame_raw(cls, frames: Any, index: Any) -> Any:
+        """Frame `index` (a scalar int32) of `step_frames_raw`'s result."""
+        raise _missing(cls, "step_frame_raw")

@@ -97,7 +97,8 @@ class EmitContext:
             if rf.current_run_ctx() is not self.run:
                 with self.run:
                     return self.value(layer)
-            with self.run.backend.name_scope_raw(_scope_name(layer.name)):
+            backend = self.run.backend
+            with backend.emission_scope_raw(), backend.name_scope_raw(_scope_name(layer.name)):
                 y = self._presets[key]() if key in self._presets else layer.emit(LayerInputs(self, layer))
             self._values[key] = conform_to_template(layer, y, self.run.backend)
         return self._values[key]

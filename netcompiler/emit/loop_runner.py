@@ -132,8 +132,7 @@ class _LoopRun:
                                                     {k: s[k] for k in ("prev", "own", "ended", "lengths")})
         new = {"i": i + 1,
                "prev": {path: new_value(layer) for path, layer in self.prev_layers.items()},
-               "own": {name: _map_tensors(lambda t, layer=self.stateful[name]: self._in_new_order(layer, t, search),
-                                          value)
+               "own": {name: self._own_in_new_order(name, value, search)
                        for name, value in _new_step_states(step_ctx, s["own"]).items()},
                "stacks": {name: rf.step_stack_write(s["stacks"][name], i, new_value(layer))
                           for name, layer in self.stacked.items()}}
@@ -153,6 +152,14 @@ class _LoopRun:
             new["own"] = {name: _keep_nest_past_end(valid, value, old["own"][name], _frozen(self.stateful[name]))
                           for name, value in new["own"].items()}
         return new
+
+    def _own_in_new_order(self, name: str, state: Any, search: Optional[SearchStep]) -> Any:
+        layer = self.stateful[name]
+
+        def reorder(value: Tensor) -> Tensor:
+            return self._in_new_order(layer, value, search)
+
+        return _map_tensors(reorder, state)
 
     def _in_new_order(self, layer, value: Tensor, search: Optional[SearchStep]) -> Tensor:
         """In search: a value of a layer from before the choice, put in the order of the new hypotheses."""

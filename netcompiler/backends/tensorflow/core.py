@@ -121,6 +121,18 @@ class CoreOps:
 
         return scaled(raw)
 
+    @classmethod
+    def filtered_gradient_raw(cls, raw: Any, threshold: float, reduce_axes: Sequence[int]) -> Any:
+        @tf.custom_gradient
+        def filtered(t):
+            def grad(dy):
+                keep = tf.reduce_max(tf.square(dy), axis=list(reduce_axes), keepdims=True) < threshold
+                return tf.where(keep, dy, tf.zeros_like(dy))
+
+            return tf.identity(t), grad
+
+        return filtered(raw)
+
     # --- layout ------------------------------------------------------------------------------------
     @classmethod
     def reshape_raw(cls, raw: Any, shape: Sequence[Any]) -> Any:
@@ -248,6 +260,14 @@ class CoreOps:
     @classmethod
     def name_scope_raw(cls, name: str):
         return tf.name_scope(name)
+
+    @classmethod
+    def emission_scope_raw(cls):
+        """Inside a tf.function with AutoGraph, the emission runs unconverted (AutoGraph would rewrite the
+        Python control flow of the loop runner)."""
+        from tensorflow.python.autograph.core import ag_ctx
+
+        return ag_ctx.ControlStatusCtx(status=ag_ctx.Status.DISABLED)
 
     # --- checks --------------------------------------------------------------------------------------------
     @classmethod
