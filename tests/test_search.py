@@ -2,6 +2,7 @@
 enough to keep every hypothesis it finds what exhaustive search over all label sequences finds; in training
 the choice is the target's label."""
 
+import importlib.util
 import itertools
 
 import numpy as np
@@ -30,18 +31,23 @@ def decoder(beam: int, **choice):
     }
 
 
-def build(beam: int, search: bool = True, **choice):
+BACKENDS = ["tensorflow", pytest.param("torch", marks=pytest.mark.skipif(
+    importlib.util.find_spec("torch") is None, reason="PyTorch is not installed"))]
+
+
+def build(beam: int, search: bool = True, backend: str = "tensorflow", **choice):
     config = Config({"network": decoder(beam, **choice), "extern_data": EXTERN})
     network = build_network(config, search=search)
-    model = CompiledNetwork(network, seed=3)
+    model = CompiledNetwork(network, seed=3, backend=backend)
     rng = np.random.RandomState(5)
-    for name, var in model.params.items():  # sharp enough distributions that the search matters
-        var.assign(rng.randn(*var.shape).astype("float32") * 2.0)
+    for name in sorted(model.params):  # sharp enough distributions that the search matters
+        var = model.params[name]
+        model.backend.assign_raw(var, rng.randn(*tuple(var.shape)).astype("float32") * 2.0)
     return network, model
 
 
 def numpy_log_probs(model, enc, prev):
-    p = {name: var.numpy() for name, var in model.params.items()}
+    p = {name: model.backend.to_numpy(var) for name, var in model.params.items()}
     emb = p["dec/rec/emb/W"][prev]
     logits = np.concatenate([emb, enc]) @ p["dec/rec/prob/W"] + p["dec/rec/prob/b"]
     logits = logits - logits.max()
@@ -68,8 +74,8 @@ def all_hypotheses():
 def run_search(network, model, x, lengths):
     ctx = model.forward({"data": x}, {"data": lengths}, training=False, emit_all=False)  # no targets in search
     rec = network.layers["dec"]
-    out = ctx.value(network.layers["decision"]).raw.numpy()
-    sizes = ctx.run.size(rec.output.time_dim).raw.numpy()
+    out = model.backend.to_numpy(ctx.value(network.layers["decision"]).raw)
+    sizes = model.backend.to_numpy(ctx.run.size(rec.output.time_dim).raw)
     return out, sizes, ctx.search_results["dec"]
 
 
@@ -82,8 +88,9 @@ def encoder_means(x, lengths):
     return [x[b, :n].mean(axis=0) for b, n in enumerate(lengths)]
 
 
-def test_beam_one_is_greedy_decoding():
-    network, model = build(beam=1)
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_beam_one_is_greedy_decoding(backend):
+    network, model = build(beam=1, backend=backend)
     x, lengths = inputs()
     out, sizes, _ = run_search(network, model, x, lengths)
     for b, enc in enumerate(encoder_means(x, lengths)):
@@ -97,11 +104,12 @@ def test_beam_one_is_greedy_decoding():
         assert out[b, :sizes[b]].tolist() == greedy
 
 
-def test_a_wide_beam_finds_the_exhaustive_best_and_the_beam_is_sorted():
-    network, model = build(beam=64, length_normalization=False)
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_wide_beam_finds_the_exhaustive_best_and_the_beam_is_sorted(backend):
+    network, model = build(beam=64, length_normalization=False, backend=backend)
     x, lengths = inputs()
     out, sizes, beam = run_search(network, model, x, lengths)
-    scores = beam["scores"].raw.numpy().reshape(3, 64)
+    scores = model.backend.to_numpy(beam["scores"].raw).reshape(3, 64)
     for b, enc in enumerate(encoder_means(x, lengths)):
         best = max(all_hypotheses(), key=lambda h: sequence_score(model, enc, h))
         want = best[:-1] if best[-1] == 0 else best

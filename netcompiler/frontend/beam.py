@@ -8,7 +8,7 @@ reorderings back from the last step to give each final hypothesis its labels of 
 
 from __future__ import annotations
 
-from typing import Optional, Tuple
+from typing import Any, Optional, Tuple
 
 from ..tensor import Data, Dim, Tensor, batch_dim
 from ._dispatch import backend_for
@@ -26,7 +26,7 @@ def tile_batch(x: Tensor, beam: int) -> Tensor:
     backend = backend_for(x)
     axis = x.axis_of(batch_dim)
     n = backend.get_shape_tuple_raw(x.raw)[axis]
-    rows = backend.combine_raw(backend.range_raw(backend.combine_raw(n, "mul", beam), "int32"), "floordiv",
+    rows = backend.combine_raw(backend.range_raw(_times(backend, n, beam), "int32"), "floordiv",
                                backend.convert_to_raw(beam, "int32"))
     return Tensor(x.data, backend.gather_raw(x.raw, rows, axis, 0))
 
@@ -39,13 +39,18 @@ def gather_batch(x: Tensor, rows: Tensor) -> Tensor:
     return Tensor(x.data, backend.gather_raw(x.raw, rows.raw, x.axis_of(batch_dim), 0))
 
 
+def _times(backend, n: Any, k: int) -> Any:
+    """n * k for a length `n` (an int, or a raw int scalar)."""
+    return n * k if isinstance(n, int) else backend.combine_raw(n, "mul", backend.convert_to_raw(k, "int32"))
+
+
 def initial_scores(beam: int) -> Tensor:
     """(Called outside the loop, where the batch dim is per sequence.) Scores [batch x beam] at the start: 0 for the first hypothesis of each sequence, impossible for the
     others (they are copies of it, and must not be expanded as well)."""
     backend = backend_for()
     from .run_ctx import get_run_ctx
 
-    n = backend.combine_raw(get_run_ctx().dim_value(batch_dim), "mul", beam)  # called outside the loop: batch
+    n = _times(backend, get_run_ctx().dim_value(batch_dim), beam)  # called outside the loop: batch
     k = backend.combine_raw(backend.range_raw(n, "int32"), "mod", backend.convert_to_raw(beam, "int32"))
     zero = backend.compare_raw(k, "equal", backend.convert_to_raw(0, "int32"))
     raw = backend.where_raw(zero, backend.fill_raw([n], 0.0, "float32"), backend.fill_raw([n], _IMPOSSIBLE, "float32"))
@@ -66,7 +71,7 @@ def beam_step(log_probs: Tensor, label_dim: Dim, scores: Tensor, beam: int,
     if rank_length is not None:
         scale = backend.combine_raw(backend.cast_raw(rank_length.raw, "float32"), "pow", float(exponent))
         rank = backend.combine_raw(total, "truediv", backend.expand_dims_raw(scale, 1))
-    width = backend.combine_raw(n_labels, "mul", beam)
+    width = _times(backend, n_labels, beam)
     _, best = backend.top_k_raw(backend.reshape_raw(rank, [-1, width]), beam)  # [batch, beam]
     labels = backend.combine_raw(best, "mod", backend.cast_raw(backend.convert_to_raw(n_labels, "int32"), "int32"))
     from_beam = backend.combine_raw(best, "floordiv", backend.cast_raw(backend.convert_to_raw(n_labels, "int32"),
