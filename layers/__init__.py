@@ -6,3 +6,4 @@ from . import (  # noqa: F401
 )
 from . import loop_layers  # noqa: F401  (loop layers without a step state)
 from . import cum_concat, masked, self_attention  # noqa: F401  (loop layers with a step state)
+from . import rec_cell  # noqa: F401  (rnn_cell, get_last_hidden_state)

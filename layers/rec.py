@@ -2,6 +2,7 @@
 that is a network dict, a loop body run step by step (`layers/rec_loop.py`).
 """
 
+import weakref
 from dataclasses import dataclass
 from typing import Any, Dict, List, Tuple
 
@@ -36,28 +37,34 @@ LSTM = UnitKind("lstm", 4, {"forget_bias": 0.0, "state_is_tuple": True, "activat
                 frozenset({"forget_bias", "state_is_tuple"}))
 GRU = UnitKind("gru", 3, {"activation": "tanh"}, frozenset())
 RNN = UnitKind("rnn", 1, {"activation": "tanh"}, frozenset({"activation"}))
+ZONEOUT_LSTM = UnitKind("zoneoutlstm", 4, {"zoneout_factor_cell": 0.0, "zoneout_factor_output": 0.0},
+                        frozenset({"zoneout_factor_cell", "zoneout_factor_output"}))
+RHN = UnitKind("rhn", 2, {"depth": 5, "dropout": 0.0, "transform_bias": 0.0, "dropout_seed": None,
+                          "is_training": None, "batch_size": None},
+               frozenset({"depth", "dropout_seed", "is_training", "batch_size"}))
 
 # Spellings of `unit` (lower case, without a trailing "cell"), as RETURNN accepts them, and the
 # unit_opts defaults that differ between spellings: TF's LSTMCell (RETURNN's "standardlstm", and
-# "basiclstm" under TF 2) adds forget_bias=1.0, the native LSTMs add none.
+# "basiclstm" under TF 2; also inside RETURNN's ZoneoutLSTMCell) adds forget_bias=1.0, the native LSTMs
+# add none. RETURNN runs "lstmp" as its default LSTM (no projection).
 UNITS: Dict[str, Tuple[UnitKind, Dict[str, Any]]] = {
     "lstm": (LSTM, {}), "nativelstm": (LSTM, {}), "nativelstm2": (LSTM, {}), "lstmblock": (LSTM, {}),
-    "lstmblockfused": (LSTM, {}), "cudnnlstm": (LSTM, {}),
+    "lstmblockfused": (LSTM, {}), "cudnnlstm": (LSTM, {}), "lstmp": (LSTM, {}), "nativelstmlowmem": (LSTM, {}),
     "standardlstm": (LSTM, {"forget_bias": 1.0}), "basiclstm": (LSTM, {"forget_bias": 1.0}),
+    "zoneoutlstm": (ZONEOUT_LSTM, {"forget_bias": 1.0}),
     "gru": (GRU, {}),
     "basicrnn": (RNN, {}), "rnn": (RNN, {}),
+    "rhn": (RHN, {}),
 }
 
 # RETURNN spellings refused, and why.
 UNSUPPORTED_UNITS = {
-    "lstmp": "an LSTM with a projection is not supported by netcompiler yet (RETURNN runs 'lstmp' as a plain "
-             "LSTM: write 'lstm' for that)",
     "cudnngru": "the cuDNN GRU (reset gate after the recurrent matmul) is not supported by netcompiler yet; "
                 "'gru' applies the reset gate before it",
 }
 
 # Options without effect here: a value other than the default only adds a notice.
-_IGNORED = {"optimize_move_layers_out": None, "cheating": False, "unroll": False, "debug": None}
+_IGNORED = {"cheating": False, "unroll": False, "debug": None}
 
 # Options whose other values are refused for a built-in unit: (accepted values, why).
 _NOT_YET = "not supported by netcompiler yet"
@@ -72,20 +79,152 @@ _RESTRICTED = {
 }
 
 
-class RecLayer(LoopUnit, LayerBase):
+_FINAL_STATES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+"""EmitContext -> {id(layer): the layer's state after its last step} (read by `get_last_hidden_state`)."""
+
+
+def record_final_state(inputs, state: Dict[str, Any]) -> None:
+    """Records the state of `inputs.layer` after its last step (in a loop step: after this step)."""
+    _FINAL_STATES.setdefault(inputs.ctx, {})[id(inputs.layer)] = state
+
+
+def final_state_of(inputs, layer) -> Dict[str, Any]:
+    """The state `layer` recorded in the context `inputs` sees it in (emitting it first if needed)."""
+    inputs.value(layer)
+    ctx = inputs.ctx
+    while ctx is not None:
+        found = _FINAL_STATES.get(ctx, {}).get(id(layer))
+        if found is not None:
+            return found
+        ctx = ctx.parent
+    raise inputs.layer.error(f"'from': layer '{layer.name}' has no hidden state here (netcompiler bug)", option="from")
+
+
+class BuiltinUnit:
+    """What `rec` with a built-in unit and `rnn_cell` share: the unit (`unit`, `unit_opts`), its parameters,
+    its state (a dict: "c" and "h" for the LSTMs, in RETURNN's LSTMStateTuple order; else "h") and its
+    emission over a Dim or as one step (`rf.lstm`/`rf.lstm_step` etc., with the same weights)."""
+
+    def _resolve_unit(self, unit: str) -> Tuple[UnitKind, Dict[str, Any]]:
+        """The unit's kind and its unit_opts with defaults filled in."""
+        key = unit.lower()
+        if key.endswith("cell") and key != "cell":
+            key = key[:-len("cell")]
+        if key in UNSUPPORTED_UNITS:
+            raise self.error(f"unit '{unit}': {UNSUPPORTED_UNITS[key]}", option="unit")
+        if key not in UNITS:
+            guess = closest_match(key, UNITS)
+            raise self.error(f"unknown unit '{unit}' (built-in units: {', '.join(UNITS)})", option="unit",
+                             suggestion=f"did you mean '{guess}'?" if guess else None)
+        kind, spelling_defaults = UNITS[key]
+        return kind, {**kind.unit_opts, **spelling_defaults, **self._checked_unit_opts(kind, unit)}
+
+    def _checked_unit_opts(self, kind: UnitKind, unit: str) -> Dict[str, Any]:
+        given = dict(self.opts["unit_opts"] or {})
+        if "activation" in given and given["activation"] is None:
+            given["activation"] = "tanh"  # TF's cells read None as their default, tanh
+        if "transform_bias" in given and given["transform_bias"] is None:
+            given["transform_bias"] = 0.0  # RETURNN's RHNCell reads None as 0
+        for key, value in given.items():
+            if key not in kind.unit_opts:
+                guess = closest_match(str(key), kind.unit_opts)
+                raise self.error(f"'unit_opts' key {key!r} unknown for unit '{unit}'", option="unit_opts",
+                                 kind=UnknownOptionError,
+                                 suggestion=f"did you mean '{guess}'?" if guess else
+                                 f"it takes: {', '.join(sorted(kind.supported)) or 'nothing'}")
+            if key not in kind.supported and value != kind.unit_opts[key]:
+                raise self.error(f"'unit_opts' {key}={value!r} is not supported by netcompiler yet "
+                                 f"(only {kind.unit_opts[key]!r})", option="unit_opts")
+        self._check_unit_opt_values(given)
+        return given
+
+    def _check_unit_opt_values(self, given: Dict[str, Any]) -> None:
+        bias = given.get("forget_bias", 0.0)
+        if isinstance(bias, bool) or not isinstance(bias, NUMBER):
+            raise self.error(f"'unit_opts' forget_bias must be a number, not {bias!r}", option="unit_opts")
+        if "activation" in given:
+            check_activation(given["activation"], self.name, option="unit_opts")
+        for key in ("zoneout_factor_cell", "zoneout_factor_output"):
+            value = given.get(key, 0.0)
+            if isinstance(value, bool) or not isinstance(value, NUMBER) or not 0 <= value <= 1:
+                raise self.error(f"'unit_opts' {key} must be a number in [0, 1], not {value!r}", option="unit_opts")
+        depth = given.get("depth", 1)
+        if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
+            raise self.error(f"'unit_opts' depth must be a positive int, not {depth!r}", option="unit_opts")
+
+    def unit_params(self, kind: UnitKind, unit_opts: Dict[str, Any], in_dim: Dim, out_dim: Dim, forward: Any,
+                    recurrent: Any, bias: Any) -> Dict[str, ParamSpec]:
+        """The parameters (None inits: the defaults). rhn: "W", "b" and "depth_<l>/W" (one per depth layer)."""
+        gates = self.new_dim(kind.blocks * out_dim.size, FEATURE, f"{self.name}:{kind.name}-gates")
+        forward = "glorot_uniform" if forward is None else forward
+        recurrent = forward if recurrent is None else recurrent
+        specs = {"W": ParamSpec((in_dim, gates), forward), "b": ParamSpec((gates,), 0.0 if bias is None else bias)}
+        if kind is RHN:
+            return {**specs, **{f"depth_{i}/W": ParamSpec((out_dim, gates), recurrent)
+                                for i in range(unit_opts["depth"])}}
+        return {**specs, "W_re": ParamSpec((out_dim, gates), recurrent)}
+
+    @staticmethod
+    def state_keys(kind: UnitKind) -> Tuple[str, ...]:
+        return ("c", "h") if kind in (LSTM, ZONEOUT_LSTM) else ("h",)
+
+    def _unit_args(self, inputs, kind: UnitKind, unit_opts: Dict[str, Any], in_dim: Dim, out_dim: Dim):
+        args = {"ff_weight": inputs.param("W"), "bias": inputs.param("b"), "in_dim": in_dim, "out_dim": out_dim}
+        if kind is RHN:
+            args["depth_weights"] = [inputs.param(f"depth_{i}/W") for i in range(unit_opts["depth"])]
+        else:
+            args["rec_weight"] = inputs.param("W_re")
+        if kind in (LSTM, ZONEOUT_LSTM):
+            args["forget_bias"] = unit_opts["forget_bias"]
+        if kind is ZONEOUT_LSTM:
+            args.update(zoneout_cell=unit_opts["zoneout_factor_cell"],
+                        zoneout_output=unit_opts["zoneout_factor_output"])
+        if kind is RNN:
+            args["activation"] = lambda h: activate(h, unit_opts["activation"])
+        return args
+
+    def run_unit(self, inputs, kind: UnitKind, unit_opts: Dict[str, Any], x, time: Dim, in_dim: Dim, out_dim: Dim,
+                 state: Dict[str, Any]):
+        """The unit over `time` from `state`: (output, the final state of each sequence)."""
+        args = {**self._unit_args(inputs, kind, unit_opts, in_dim, out_dim), "spatial_dim": time}
+        if kind in (LSTM, ZONEOUT_LSTM):
+            y, (h, c) = (rf.lstm if kind is LSTM else rf.zoneout_lstm)(x, state_h=state["h"], state_c=state["c"],
+                                                                        **args)
+            return y, {"c": c, "h": h}
+        y, h = {"gru": rf.gru, "rnn": rf.rnn, "rhn": rf.rhn}[kind.name](x, state=state["h"], **args)
+        return y, {"h": h}
+
+    def step_unit(self, inputs, kind: UnitKind, unit_opts: Dict[str, Any], x, in_dim: Dim, out_dim: Dim,
+                  state: Dict[str, Any]):
+        """One step of the unit: (output, the new state)."""
+        args = self._unit_args(inputs, kind, unit_opts, in_dim, out_dim)
+        if kind is LSTM:
+            h, c = rf.lstm_step(x, state_h=state["h"], state_c=state["c"], **args)
+            return h, {"c": c, "h": h}
+        if kind is ZONEOUT_LSTM:
+            y, (h, c) = rf.zoneout_lstm_step(x, state_h=state["h"], state_c=state["c"], **args)
+            return y, {"c": c, "h": h}
+        h = {"gru": rf.gru_step, "rnn": rf.rnn_step, "rhn": rf.rhn_step}[kind.name](x, state=state["h"], **args)
+        return h, {"h": h}
+
+
+class RecLayer(LoopUnit, BuiltinUnit, LayerBase):
     """Runs a recurrent unit over the time axis (`axis`) of the input: out[t] = unit(x[t], state[t-1]).
 
     Options: `unit` ("lstm"; also "gru", "basicrnn"/"rnn", and the LSTM spellings "nativelstm",
-    "nativelstm2", "lstmblock", "lstmblockfused", "cudnnlstm", "standardlstm", "basiclstm"; any
+    "nativelstm2", "lstmblock", "lstmblockfused", "cudnnlstm", "lstmp" (RETURNN runs it as its plain LSTM),
+    "nativelstmlowmem", "standardlstm", "basiclstm"; "zoneoutlstm" (RETURNN's ZoneoutLSTMCell, see
+    `rf.zoneout_lstm`), "rhn" (recurrent highway net, RETURNN's RHNCell, see `rf.rhn`); any
     case, a trailing "Cell" allowed; or a network dict, see below), `n_out` (required for a built-in unit),
-    `unit_opts` (None; lstm: "forget_bias" (0.0; 1.0 for "standardlstm"/"basiclstm", added to the
-    forget gate at run time); basicrnn: "activation" ("tanh")), `direction` (None or 1: forward,
-    -1: backward), `axis` (None: "T"), `initial_state` (None or "zeros"; others not supported yet),
+    `unit_opts` (None; lstm: "forget_bias" (0.0; 1.0 for "standardlstm"/"basiclstm"/"zoneoutlstm", added to the
+    forget gate at run time); basicrnn: "activation" ("tanh"); zoneoutlstm: "zoneout_factor_cell",
+    "zoneout_factor_output" (0.0); rhn: "depth" (5; "dropout" only 0, "transform_bias" only 0)),
+    `direction` (None or 1: forward, -1: backward), `axis` (None: "T"), `initial_state` (None or "zeros"; others not supported yet),
     `forward_weights_init` (None: "glorot_uniform"), `recurrent_weights_init` (None: the forward
     init), `bias_init` (None: 0.0), `input_projection` (True; False not supported), `max_seq_len`,
     `max_seq_len_via`, `include_eos` (loop bodies only), `back_prop` (None; False not supported),
-    `use_global_rec_step_offset` (False; True not supported), `optimize_move_layers_out`,
-    `cheating`, `unroll`, `debug` (no effect).
+    `use_global_rec_step_offset` (False; True not supported), `optimize_move_layers_out` (None: the
+    config key of that name, default True; see below), `cheating`, `unroll`, `debug` (no effect).
 
     Output: the input with its feature dim replaced by "<name>:feature"(n_out); every other dim,
     time included, is the input's own Dim, and the iterated axis is the output's time dim. A
@@ -97,8 +236,9 @@ class RecLayer(LoopUnit, LayerBase):
     lstm (k=4): input gate i, forget gate f, cell candidate c, output gate o;
     gru (k=3): update gate z, reset gate r, candidate h, with the reset gate applied to the state
     before the recurrent matmul (Keras `reset_after=False`, TF 1's GRUCell; one bias);
-    basicrnn (k=1): h[t] = activation(x W + h[t-1] W_re + b).
-    Gates use the logistic sigmoid; the state starts at zero.
+    basicrnn (k=1): h[t] = activation(x W + h[t-1] W_re + b); zoneoutlstm as lstm; rhn (k=2: candidate h,
+    transform gate t): "W", "b" and "depth_<l>/W" [n, 2n] for each depth layer l instead of "W_re".
+    Gates use the logistic sigmoid; the state starts at zero. `get_last_hidden_state` reads the final state.
 
     A unit that is a network dict (training and forward mode; no search yet) is a loop body
     (`netcompiler.loop_body.LoopBody`, layers named "<rec>/<inner>") run once per frame of the dim the
@@ -174,44 +314,6 @@ class RecLayer(LoopUnit, LayerBase):
         return self._builtin_output()
 
     # --- the built-in unit ----------------------------------------------------------
-    def _resolve_unit(self, unit: str) -> Tuple[UnitKind, Dict[str, Any]]:
-        """The unit's kind and its unit_opts with defaults filled in."""
-        key = unit.lower()
-        if key.endswith("cell") and key != "cell":
-            key = key[:-len("cell")]
-        if key in UNSUPPORTED_UNITS:
-            raise self.error(f"unit '{unit}': {UNSUPPORTED_UNITS[key]}", option="unit")
-        if key not in UNITS:
-            guess = closest_match(key, UNITS)
-            raise self.error(f"unknown unit '{unit}' (built-in units: {', '.join(UNITS)})", option="unit",
-                             suggestion=f"did you mean '{guess}'?" if guess else None)
-        kind, spelling_defaults = UNITS[key]
-        return kind, {**kind.unit_opts, **spelling_defaults, **self._checked_unit_opts(kind, unit)}
-
-    def _checked_unit_opts(self, kind: UnitKind, unit: str) -> Dict[str, Any]:
-        given = dict(self.opts["unit_opts"] or {})
-        if "activation" in given and given["activation"] is None:
-            given["activation"] = "tanh"  # TF's cells read None as their default, tanh
-        for key, value in given.items():
-            if key not in kind.unit_opts:
-                guess = closest_match(str(key), kind.unit_opts)
-                raise self.error(f"'unit_opts' key {key!r} unknown for unit '{unit}'", option="unit_opts",
-                                 kind=UnknownOptionError,
-                                 suggestion=f"did you mean '{guess}'?" if guess else
-                                 f"it takes: {', '.join(sorted(kind.supported)) or 'nothing'}")
-            if key not in kind.supported and value != kind.unit_opts[key]:
-                raise self.error(f"'unit_opts' {key}={value!r} is not supported by netcompiler yet "
-                                 f"(only {kind.unit_opts[key]!r})", option="unit_opts")
-        self._check_unit_opt_values(given)
-        return given
-
-    def _check_unit_opt_values(self, given: Dict[str, Any]) -> None:
-        bias = given.get("forget_bias", 0.0)
-        if isinstance(bias, bool) or not isinstance(bias, NUMBER):
-            raise self.error(f"'unit_opts' forget_bias must be a number, not {bias!r}", option="unit_opts")
-        if "activation" in given:
-            check_activation(given["activation"], self.name, option="unit_opts")
-
     def _check_builtin_options(self) -> None:
         for key, (accepted, why) in _RESTRICTED.items():
             value = self.opts[key]
@@ -248,19 +350,10 @@ class RecLayer(LoopUnit, LayerBase):
     def make_params(self) -> Dict[str, ParamSpec]:
         if isinstance(self.opts["unit"], dict):
             return {}  # the parameters belong to the layers of the unit
-        in_dim = self.projected_in_dim()
-        out_dim = self.output.feature_dim
-        kind, _ = self._resolve_unit(self.opts["unit"])
-        gates = self.new_dim(kind.blocks * out_dim.size, FEATURE, f"{self.name}:{kind.name}-gates")
-        forward = self.opts["forward_weights_init"]
-        forward = "glorot_uniform" if forward is None else forward
-        recurrent = self.opts["recurrent_weights_init"]
-        bias = self.opts["bias_init"]
-        return {
-            "W": ParamSpec((in_dim, gates), forward),
-            "W_re": ParamSpec((out_dim, gates), forward if recurrent is None else recurrent),
-            "b": ParamSpec((gates,), 0.0 if bias is None else bias),
-        }
+        kind, unit_opts = self._resolve_unit(self.opts["unit"])
+        return self.unit_params(kind, unit_opts, self.projected_in_dim(), self.output.feature_dim,
+                                *(self.opts[key] for key in ("forward_weights_init", "recurrent_weights_init",
+                                                             "bias_init")))
 
     # --- emission ---------------------------------------------------------------------
     def emit(self, inputs):
@@ -271,14 +364,9 @@ class RecLayer(LoopUnit, LayerBase):
         backward = self.opts["direction"] == -1
         x = rf.reverse_sequence(inputs.x, axis=time) if backward else inputs.x
         zeros = rf.zeros([out_dim], dtype=self.output.dtype)
-        args = {"ff_weight": inputs.param("W"), "rec_weight": inputs.param("W_re"), "bias": inputs.param("b"),
-                "spatial_dim": time, "in_dim": self.projected_in_dim(), "out_dim": out_dim}
-        if kind is LSTM:
-            y, _ = rf.lstm(x, state_h=zeros, state_c=zeros, forget_bias=unit_opts["forget_bias"], **args)
-        elif kind is GRU:
-            y, _ = rf.gru(x, state=zeros, **args)
-        else:
-            y, _ = rf.rnn(x, state=zeros, activation=lambda h: activate(h, unit_opts["activation"]), **args)
+        y, final = self.run_unit(inputs, kind, unit_opts, x, time, self.projected_in_dim(), out_dim,
+                                 {key: zeros for key in self.state_keys(kind)})
+        record_final_state(inputs, final)
         return rf.reverse_sequence(y, axis=time) if backward else y
 
     # --- a unit dict: its layers read from outside as "rec/x" -----------------------------------

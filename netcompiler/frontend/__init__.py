@@ -34,6 +34,7 @@ from .reduce import (
     reduce_sum, softmax,
 )
 from .rec import gru, lstm, rnn
+from .rec_cell import gru_step, lstm_step, rhn, rhn_step, rnn_step, zoneout_lstm, zoneout_lstm_step
 from .run_ctx import RunContext, SizeTable, current_run_ctx, get_run_ctx
 from .sequence import take_frames, window
 from .shape import merge_dims_packed

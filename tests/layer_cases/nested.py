@@ -222,8 +222,8 @@ ERROR_CASES = [
     # --- rec -------------------------------------------------------------------
     ErrorCase("rec-unknown-unit", {"output": rec(3, "lsmt")}, InvalidOptionError,
               ["layer 'output'", "unknown unit 'lsmt'", "did you mean 'lstm'?"]),
-    ErrorCase("rec-lstmp-refused", {"output": rec(3, "LSTMP")}, InvalidOptionError,
-              ["layer 'output'", "unit 'LSTMP'", "projection", "write 'lstm'"]),
+    ErrorCase("rec-cudnngru-refused", {"output": rec(3, "CudnnGRU")}, InvalidOptionError,
+              ["layer 'output'", "unit 'CudnnGRU'", "reset gate"]),
     ErrorCase("rec-needs-n-out", {"output": {"class": "rec", "unit": "gru"}}, MissingOptionError,
               ["layer 'output'", "'n_out'"]),
     ErrorCase("rec-bad-direction", {"output": rec(3, direction=2)}, InvalidOptionError,
