@@ -5,5 +5,6 @@ from . import (  # noqa: F401
     sequence, shape, source, split, subnetwork,
 )
 from . import loop_layers  # noqa: F401  (loop layers without a step state)
+from . import time_affix, window_attention  # noqa: F401  (postfix/prefix_in_time; gauss_window_attention, combine_dims)
 from . import cum_concat, masked, self_attention  # noqa: F401  (loop layers with a step state)
 from . import rec_cell  # noqa: F401  (rnn_cell, get_last_hidden_state)

@@ -1,5 +1,8 @@
 """Activation functions by the names configs use ("relu", "tanh", ...), shared by every layer with an
-`activation` option. Names can be chained with "+" ("relu+dropout" is not one; "exp+log" applies exp, then log)."""
+`activation` option. Names can be chained with "+" ("relu+dropout" is not one; "exp+log" applies exp, then log).
+As in RETURNN, a link of the chain may also be two operands joined by "-", "*" or "/" (the first of these it
+contains, in that order), each a number or again such a term: "2*sigmoid" is 2 * sigmoid(x), "1-tanh" is
+1 - tanh(x)."""
 
 from netcompiler import frontend as rf
 from netcompiler.errors import InvalidOptionError, closest_match
@@ -14,16 +17,68 @@ ACTIVATION_NAMES = frozenset({
 FEATURE_WISE = frozenset({"softmax", "log_softmax"})
 
 
+# Operators a link may join two operands with, in the order RETURNN looks for them ("+" chains here).
+_OPERATORS = "-*/"
+
+
+def _operands(term: str):
+    """(operator, left, right) of a binary term, else None."""
+    for op in _OPERATORS:
+        if op in term:
+            left, right = term.split(op, 1)
+            return op, left.strip(), right.strip()
+    return None
+
+
+def _number(text: str):
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def _check_term(term: str, layer: str, option: str, whole) -> None:
+    split = _operands(term)
+    if split is None:
+        if term in ACTIVATION_NAMES:
+            return
+        if _number(term) is not None:
+            raise InvalidOptionError(f"activation {whole!r}: '{term}' is a number where an activation is expected "
+                                     f"('+' chains activations: \"exp+log\" is log(exp(x)))", layer=layer,
+                                     option=option, suggestion="write a factor with '*' (\"2*sigmoid\")")
+        guess = closest_match(term, ACTIVATION_NAMES)
+        raise InvalidOptionError(f"unknown activation '{term}'", layer=layer, option=option,
+                                 suggestion=f"did you mean '{guess}'?" if guess else
+                                 f"known: {', '.join(sorted(ACTIVATION_NAMES))}")
+    op, left, right = split
+    if not left or not right:
+        raise InvalidOptionError(f"activation {whole!r}: '{op}' in '{term}' needs an operand on each side",
+                                 layer=layer, option=option, suggestion="e.g. \"2*sigmoid\"")
+    if _number(left) is not None and _number(right) is not None:
+        raise InvalidOptionError(f"activation {whole!r}: '{term}' has no activation in it, only numbers",
+                                 layer=layer, option=option, suggestion="e.g. \"2*sigmoid\"")
+    for side in (left, right):
+        if _number(side) is None:
+            _check_term(side, layer, option, whole)
+
+
 def check_activation(name, layer: str, option: str = "activation") -> None:
     """Raises an InvalidOptionError naming the layer if `name` is not a known activation (chain)."""
     if name is None:
         return
     for part in str(name).split("+"):
-        if part not in ACTIVATION_NAMES:
-            guess = closest_match(part, ACTIVATION_NAMES)
-            raise InvalidOptionError(f"unknown activation '{part}'", layer=layer, option=option,
-                                     suggestion=f"did you mean '{guess}'?" if guess else
-                                     f"known: {', '.join(sorted(ACTIVATION_NAMES))}")
+        _check_term(part.strip(), layer, option, name)
+
+
+def _apply_term(x: rf.Tensor, term: str) -> rf.Tensor:
+    split = _operands(term)
+    if split is None:
+        if term in FEATURE_WISE:
+            return rf.softmax(x, axis=x.feature_dim, use_mask=False, log=term == "log_softmax")
+        return x if term == "linear" else rf.activation(x, term)
+    op, left, right = split
+    a, b = (_number(side) if _number(side) is not None else _apply_term(x, side) for side in (left, right))
+    return a - b if op == "-" else a * b if op == "*" else a / b
 
 
 def activate(x: rf.Tensor, name) -> rf.Tensor:
@@ -32,8 +87,5 @@ def activate(x: rf.Tensor, name) -> rf.Tensor:
     if name is None:
         return x
     for part in name.split("+"):
-        if part in FEATURE_WISE:
-            x = rf.softmax(x, axis=x.feature_dim, use_mask=False, log=part == "log_softmax")
-        elif part != "linear":
-            x = rf.activation(x, part)
+        x = _apply_term(x, part.strip())
     return x

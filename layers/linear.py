@@ -13,7 +13,9 @@ class LinearLayer(LayerBase):
 
     Options: `n_out` or `out_dim` (output feature size or Dim), `activation` (None), `with_bias` (True),
     `forward_weights_init` ("glorot_uniform"), `bias_init` (0.0), `use_transposed_weights` (False:
-    W is [in, out]; True: [out, in]).
+    W is [in, out]; True: [out, in]), `grad_filter` (None; a positive number: as in RETURNN, backward the
+    gradient of x W + b (before the activation) is dropped for each sequence whose largest squared entry
+    reaches it; `rf.filtered_gradient`).
     """
 
     layer_class = "linear"
@@ -25,11 +27,16 @@ class LinearLayer(LayerBase):
         "forward_weights_init": Option("glorot_uniform", (str, float, int, dict)),
         "bias_init": Option(0.0, (str, float, int, dict)),
         "use_transposed_weights": Option(False, (bool,)),
-        "grad_filter": Option(None, (NONE_TYPE,), doc="not supported"),
+        "grad_filter": Option(None, (int, float, NONE_TYPE),
+                              doc="drop a sequence's gradient before the activation where max(grad**2) >= this"),
     }
 
     def make_output(self):
         check_activation(self.opts["activation"], self.name)
+        grad_filter = self.opts["grad_filter"]
+        if grad_filter is not None and not grad_filter > 0:
+            raise self.error(f"'grad_filter' must be a positive threshold (of the squared gradient), not "
+                             f"{grad_filter!r}", option="grad_filter", suggestion="e.g. 1.0, or leave it out")
         return self.projected_output(self.out_dim())
 
     def out_dim(self) -> Dim:
@@ -81,6 +88,8 @@ class LinearLayer(LayerBase):
         if self.opts["with_bias"]:
             y = y + inputs.param("b")
         y = rf.permute(y, self.output.dims).with_data(self.output)
+        if self.opts["grad_filter"] is not None:
+            y = rf.filtered_gradient(y, self.opts["grad_filter"], per=[d for d in y.dims if d.is_batch])
         activation = self.opts["activation"]
         if activation == "softmax":
             inputs.record_logits(y)

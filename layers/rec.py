@@ -296,6 +296,8 @@ class RecLayer(LoopUnit, BuiltinUnit, LayerBase):
         "back_prop": Option(None, (bool, NONE_TYPE)),
         "use_global_rec_step_offset": Option(False, (bool,)),
         "include_eos": Option(False, (bool,)),
+        "size_target": Option(None, (str, NONE_TYPE), doc="loop body: the target whose time dim the loop runs "
+                                                           "over (like 'target', without a loss)"),
         "debug": Option(None, (bool, NONE_TYPE)),
     }
 

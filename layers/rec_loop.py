@@ -143,7 +143,7 @@ class LoopUnit:
         is unknown."""
         if self.sources:
             return False
-        return self.searches() or (self.opts["target"] is None and self._inner_loss_target() is None)
+        return self.searches() or self._length_target() is None
 
     def _has_choice(self) -> bool:
         return any(isinstance(d, dict) and d.get("class") == "choice" for d in self.opts["unit"].values())
@@ -185,11 +185,17 @@ class LoopUnit:
                                  kind=MissingOptionError, suggestion="give the rec layer a 'from' or a 'target', "
                                                                      "or add a layer 'end' to the unit")
             return self.new_dim(None, SPATIAL, f"{self.name}:time")
-        target = self.opts["target"] or self._inner_loss_target()
-        data = self.network.get_layer(target_reference(target, self.name), None, "target").output
+        target = self._length_target()
+        option = "target" if self.opts["target"] or not self.opts["size_target"] else "size_target"
+        data = self.network.get_layer(target_reference(target, self.name), None, option).output
         if data.time_dim is None or data.time_dim.is_batch:
-            raise self.error(f"the target '{target}' {data.describe()} has no time axis to loop over", option="target")
+            raise self.error(f"the target '{target}' {data.describe()} has no time axis to loop over", option=option)
         return data.time_dim
+
+    def _length_target(self) -> Optional[str]:
+        """The target whose time dim the loop runs over: `target`, else `size_target` (RETURNN: only the length
+        comes from it), else the target of a loss inside the unit; None if there is none."""
+        return self.opts["target"] or self.opts["size_target"] or self._inner_loss_target()
 
     def _inner_loss_target(self) -> Optional[str]:
         for d in self.opts["unit"].values():
@@ -203,8 +209,17 @@ class LoopUnit:
         root = self.network
         while root.parent is not None:
             root = root.parent
+        templates = dict(root.extern_data)
+        templates.update({key: layer.output for key, layer in self._registered_extern(root).items()})
         return {key: data.copy_without_dims([time], name=f"{self.name}/data:{key}")
-                for key, data in root.extern_data.items() if data.has_dim(time)}
+                for key, data in templates.items() if data.has_dim(time)}
+
+    def _registered_extern(self, root) -> Dict[str, LayerBase]:
+        """Layers registered as extern data (`register_as_extern_data`) that the unit or the rec's target names,
+        by key (only those: building the others here could depend on this loop)."""
+        named = set(_strings([self.opts["unit"], self.opts["target"], self.opts["size_target"]]))
+        return {key: root.get_layer(name, None, "target") for key, name in root.registered_extern_data().items()
+                if key in named or f"data:{key}" in named}
 
     def _body_dict(self, unit: Dict[str, Any]) -> Dict[str, Any]:
         """The unit for the loop body: a loss inside becomes the loss of the accumulated layer outside (per step
@@ -315,7 +330,12 @@ class LoopUnit:
         for dep in external_dependencies(self, body):
             inputs.value(dep)
         names = ["output"] + [n for n in self.accumulated if n != "output"]
-        frames = {key: inputs.extern(key) for key in self._frame_extern() if key != "source"}
+        root = self.network
+        while root.parent is not None:
+            root = root.parent
+        registered = self._registered_extern(root)
+        frames = {key: inputs.value(registered[key]) if key in registered else inputs.extern(key)
+                  for key in self._frame_extern() if key != "source"}
         if self.sources:
             frames["source"] = inputs.x
         until_end = self.runs_until_end()
@@ -363,3 +383,14 @@ class LoopUnit:
         deps = external_dependencies(self, self.subnetwork)
         bound = self._max_seq_len_parts()[0] if self.opts["max_seq_len"] is not None else None
         return deps + ([bound] if bound is not None and bound not in deps else [])
+
+def _strings(value):
+    """Every str in a nest of dicts, lists and tuples (a unit dict's layer names and keys)."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _strings(item)

@@ -9,8 +9,8 @@ the `network` literal is mapped to its line, for error messages.
 from __future__ import annotations
 
 import ast
+import builtins
 import os
-import runpy
 from typing import Any, Dict, Iterable, List, Optional, Sequence
 
 from .errors import ConfigError, ConfigFileError, SourceLocation, closest_match
@@ -28,7 +28,7 @@ USED_KEYS = frozenset({
     "tf_log_dir", "cleanup_old_models", "train_epoch_split", "newbob_error_threshold", "momentum",
     "optimizer_epsilon", "learning_rates", "newbob_relative_error_div_by_old", "gradient_clip_norm", "adagrad",
     "adadelta", "rmsprop", "search_output_layer", "search_data", "search_do_eval", "search_output_file",
-    "search_output_file_format",
+    "search_output_file_format", "gradient_noise",
 })
 
 # RETURNN settings that are accepted but have no effect here (yet).
@@ -38,7 +38,7 @@ RETURNN_KEYS_NOT_USED = frozenset({
     "truncation", "window", "starting_epoch", "learning_rate_control_min_num_epochs_per_new_lr",
     "save_interval_n_step", "max_seq_length_eval", "use_learning_rate_control_always", "pretrain",
     "behavior_version", "log_file", "target", "config",
-    "nadam_opts", "adam_opts", "decouple_constraints", "accum_grad_multiple_step_sorted",
+    "nadam_opts", "adam_opts", "decouple_constraints", "accum_grad_multiple_step_sorted", "use_last_best_model",
 })
 
 _PRIVATE_PREFIXES = ("_",)
@@ -130,8 +130,12 @@ def load_config(path: str, overrides: Sequence[str] = ()) -> Config:
         raise ConfigFileError(f"config file '{path}' does not exist", subject="config")
     with open(path, encoding="utf-8") as f:
         source = f.read()
+    overridden = parse_overrides(overrides)
+    namespace: Dict[str, Any] = {"__name__": "__netcompiler_config__", "__file__": path, "__builtins__": builtins}
+    view = ConfigView(namespace, overridden)
+    namespace["config"] = view
     try:
-        namespace = runpy.run_path(path, run_name="__netcompiler_config__")
+        exec(compile(source, path, "exec"), namespace)  # noqa: S102 - a config file is Python, as in RETURNN
     except SyntaxError as exc:
         if exc.filename and os.path.abspath(exc.filename) == os.path.abspath(path):
             raise ConfigFileError(f"syntax error: {exc.msg}", location=SourceLocation(path, exc.lineno)) from None
@@ -141,12 +145,77 @@ def load_config(path: str, overrides: Sequence[str] = ()) -> Config:
         raise ConfigFileError(f"running the config failed: {type(exc).__name__}: {exc}",
                               location=SourceLocation(path, line)) from None
     values = {k: v for k, v in namespace.items()
-              if not k.startswith(_PRIVATE_PREFIXES) and not _is_module(v)}
-    overridden = parse_overrides(overrides)
+              if not k.startswith(_PRIVATE_PREFIXES) and not _is_module(v) and v is not view}
     values.update(overridden)
     config = Config(values, path, source)
     config.overridden = frozenset(overridden)
     return config
+
+
+class ConfigView:
+    """The `config` object a config file sees, with RETURNN's getters: a key's value is the command line's
+    (`++key value`), else what the file has assigned to it so far, else `default`."""
+
+    def __init__(self, namespace: Dict[str, Any], overridden: Dict[str, Any]):
+        self._namespace = namespace
+        self._overridden = overridden
+
+    def has(self, key: str) -> bool:
+        return key in self._overridden or (key in self._namespace and not key.startswith("__"))
+
+    def typed_value(self, key: str, default: Any = None) -> Any:
+        """The value as it is (a list stays a list)."""
+        if key in self._overridden:
+            return self._overridden[key]
+        return self._namespace[key] if self.has(key) else default
+
+    def value(self, key: str, default: Any = None) -> Any:
+        """The value as a string, as RETURNN gives it (a list joined with ","), or `default` if not set."""
+        if not self.has(key):
+            return default
+        value = self.typed_value(key)
+        if isinstance(value, (list, tuple)):
+            return ",".join(str(v) for v in value)
+        return value if value is None or isinstance(value, str) else str(value)
+
+    def int(self, key: str, default: Any = None) -> Any:
+        return self._converted(key, default, int, "an int")
+
+    def float(self, key: str, default: Any = None) -> Any:
+        return self._converted(key, default, float, "a number")
+
+    def bool(self, key: str, default: Any = None) -> Any:
+        def as_bool(value):
+            if isinstance(value, str):
+                if value.lower() in ("true", "1", "yes", "on"):
+                    return True
+                if value.lower() in ("false", "0", "no", "off", "none", ""):
+                    return False
+                raise ValueError(value)
+            return bool(value)
+        return self._converted(key, default, as_bool, "a bool")
+
+    def list(self, key: str, default: Any = None) -> Any:
+        """The value as a list (a string is split at ","), or `default` (None: [])."""
+        if not self.has(key):
+            return [] if default is None else default
+        value = self.typed_value(key)
+        if isinstance(value, str):
+            return [part.strip() for part in value.split(",") if part.strip()]
+        return list(value) if isinstance(value, (list, tuple)) else [value]
+
+    def _converted(self, key: str, default: Any, convert, what: str) -> Any:
+        if not self.has(key):
+            return default
+        value = self.typed_value(key)
+        if value is None:
+            return default
+        try:
+            return convert(value)
+        except (TypeError, ValueError):
+            where = f"++{key} on the command line" if key in self._overridden else f"config key '{key}'"
+            raise ConfigError(f"config.{convert.__name__ if convert in (int, float) else 'bool'}({key!r}): "
+                              f"{where} is {value!r}, not {what}", subject="config") from None
 
 
 def _is_module(value: Any) -> bool:

@@ -115,12 +115,14 @@ COMMON_OPTIONS: Dict[str, Option] = {
     "dropout_noise_shape": Option(None, (dict, list, tuple, NONE_TYPE)),
     "dropout_on_forward": Option(False, (bool,)),
     "L2": Option(None, (int, float, NONE_TYPE), doc="L2 weight decay on this layer's parameters"),
+    "register_as_extern_data": Option(None, (str, NONE_TYPE),
+                                      doc="top level only: 'data:KEY' and target KEY name this layer's output"),
 }
 
 # Options RETURNN layers accept that change nothing here (placement and graph hints).
 IGNORED_OPTIONS = frozenset({
     "param_device", "collocate_with", "name_scope", "encapsulate", "control_dependencies_on_output",
-    "only_on_search", "loss_only_on_non_search", "need_last", "register_as_extern_data",
+    "only_on_search", "loss_only_on_non_search", "need_last",
 })
 
 

@@ -185,6 +185,11 @@ class Network:
             cls = get_layer_class(d["class"], path)
             opts, notices = cls.check_options(d, path)
             self.notices.extend(notices)
+            if opts["register_as_extern_data"] is not None:
+                if self.parent is not None:
+                    raise InvalidOptionError("'register_as_extern_data' works only for layers of the top-level "
+                                             "network", layer=path, option="register_as_extern_data")
+                self.registered_extern_data()  # checks the keys
             if opts.get("initial_output") is not None and not self.inside_loop:
                 self.notices.append(f"layer '{path}': 'initial_output' only matters inside a rec unit; ignored")
             opts = cls.transform_config_dict(opts, self, lambda ref, option: self.get_layer(ref, name, option))
@@ -292,7 +297,10 @@ class Network:
         if key not in self.extern_data:
             if self.parent is not None:
                 return self.parent._extern_layer(key, user, option)
-            guess = closest_match(key, self.extern_data)
+            registered = self.registered_extern_data().get(key)
+            if registered is not None:
+                return self.get_layer(registered, None, option)
+            guess = closest_match(key, list(self.extern_data) + list(self.registered_extern_data()))
             raise UnknownReferenceError(
                 f"'{option}' refers to data key '{key}', which extern_data does not define "
                 f"(it has: {', '.join(self.extern_data) or 'nothing'})", option=option,
@@ -303,6 +311,23 @@ class Network:
         self.layers[name] = layer
         self._extern_names.add(name)
         return layer
+
+    def registered_extern_data(self) -> Dict[str, str]:
+        """Extern data keys that layers of this (top-level) network register as their output (RETURNN's
+        `register_as_extern_data`): key -> layer name. "data:KEY" and a target KEY then name that layer."""
+        found = {}
+        for name, d in self.net_dict.items():
+            key = d.get("register_as_extern_data") if isinstance(d, dict) else None
+            if key is None:
+                continue
+            if not isinstance(key, str) or key == "data" or key in self.extern_data or key in found:
+                why = "must be a data key (a str)" if not isinstance(key, str) else \
+                    f"names data that exists already ({'layer ' + repr(found[key]) if key in found else 'extern_data'})"
+                raise InvalidOptionError(f"'register_as_extern_data' {key!r} {why}", layer=self.path(name),
+                                         option="register_as_extern_data", location=self.location(name),
+                                         suggestion="choose another key")
+            found[key] = name
+        return found
 
     param_subscope = ""
     """What RETURNN puts between a nested network's owner and its layers in parameter names ("rec/" in a loop)."""

@@ -21,6 +21,11 @@ Where a class has an epsilon and none is given, RETURNN's default
 The learning rate is a variable of the optimizer: `set_learning_rate` changes
 it between epochs without retracing the train step.
 
+Gradient noise (`add_gradient_noise`), before any clipping, as RETURNN's updater does:
+
+* ``gradient_noise = S``: truncated normal noise (mean 0, stddev S) added to every gradient entry (a sparse
+  gradient becomes dense, as in RETURNN, where the noise has the variable's shape).
+
 Gradient clipping (`clip_gradients`), applied in this order, like RETURNN:
 
 * ``gradient_clip = C``: each gradient entry clipped to [-C, C] (by value).
@@ -230,13 +235,32 @@ def clip_gradients(grads: Sequence[Any], config: Any) -> List[Any]:
     return result
 
 
+def gradient_noise(config: Any) -> float:
+    """The stddev of the noise the config adds to the gradients (`gradient_noise`; 0: none)."""
+    value = _get(config, "gradient_noise", 0.0)
+    return _number("config key 'gradient_noise'", 0.0 if value is None else value)
+
+
+def add_gradient_noise(grads: Sequence[Any], stddev: float) -> List[Any]:
+    """Each gradient plus truncated normal noise of `stddev` (None entries stay None)."""
+    result = []
+    for grad in grads:
+        if grad is not None:
+            grad = tf.convert_to_tensor(grad)  # an IndexedSlices becomes dense: the noise covers every entry
+            grad = grad + tf.random.truncated_normal(tf.shape(grad), stddev=stddev, dtype=grad.dtype)
+        result.append(grad)
+    return result
+
+
 def clip_gradients_fn(config: Any) -> Optional[Callable[[Sequence[Any]], List[Any]]]:
-    """`grads -> clipped grads` for the config (checked now), or None when it asks for no clipping."""
+    """`grads -> noisy, clipped grads` for the config (checked now), or None when it asks for neither."""
     clip = gradient_clipping(config)
-    if not any(clip.values()):
-        return None
-    return lambda grads: clip_gradients(grads, clip)
+    noise = gradient_noise(config)
+    if not noise:
+        return (lambda grads: clip_gradients(grads, clip)) if any(clip.values()) else None
+    return lambda grads: clip_gradients(add_gradient_noise(grads, noise), clip)
 
 
-__all__ = ["OPTIMIZER_CLASSES", "clip_gradients", "clip_gradients_fn", "gradient_clipping", "make_optimizer",
+__all__ = ["OPTIMIZER_CLASSES", "add_gradient_noise", "clip_gradients", "clip_gradients_fn", "gradient_clipping",
+           "gradient_noise", "make_optimizer",
            "optimizer_spec", "set_learning_rate"]

@@ -24,7 +24,7 @@ from .loss import (
 )
 from .math import (
     ACTIVATIONS, abs, activation, cast, clip_by_value, combine, compare, cos, elu, erf, exp, gelu, is_finite, log,
-    log_sigmoid, logical_not, maximum, minimum, neg, relu, rsqrt, scaled_gradient, sigmoid, sign, silu, sin,
+    filtered_gradient, log_sigmoid, logical_not, maximum, minimum, neg, relu, rsqrt, scaled_gradient, sigmoid, sign, silu, sin,
     softplus, sqrt, square, stop_gradient, tanh, where,
 )
 from .nn import dropout, random, random_normal, random_uniform

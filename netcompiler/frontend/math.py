@@ -157,3 +157,12 @@ def scaled_gradient(x: Tensor, scale: float) -> Tensor:
     if scale == 0:
         return stop_gradient(x)
     return Tensor(x.data, backend_for(x).scaled_gradient_raw(x.raw, scale))
+
+
+def filtered_gradient(x: Tensor, threshold: float, *, per: Sequence[Dim]) -> Tensor:
+    """Identity forward; backward, the gradient of each index of `per` (e.g. each sequence: [batch]) is dropped
+    (zero) where its largest squared entry over the other dims reaches `threshold` (RETURNN's `grad_filter`)."""
+    reduce_axes = [i for i, d in enumerate(x.dims) if d not in per]
+    if not reduce_axes:
+        raise ValueError(f"filtered_gradient: no dims of {x.data.describe()} are left to take the maximum over")
+    return Tensor(x.data, backend_for(x).filtered_gradient_raw(x.raw, float(threshold), reduce_axes))

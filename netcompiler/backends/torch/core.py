@@ -113,6 +113,18 @@ class _ScaledGradient(torch.autograd.Function):
         return grad * ctx.scale, None
 
 
+class _FilteredGradient(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, threshold, reduce_axes):
+        ctx.threshold, ctx.reduce_axes = threshold, reduce_axes
+        return x.clone()
+
+    @staticmethod
+    def backward(ctx, grad):
+        keep = torch.amax(grad * grad, dim=ctx.reduce_axes, keepdim=True) < ctx.threshold
+        return torch.where(keep, grad, torch.zeros_like(grad)), None, None
+
+
 class CoreOps:
     """Values, elementwise math, layout, reductions and control flow on eager `torch.Tensor`s."""
 
@@ -189,6 +201,10 @@ class CoreOps:
     @classmethod
     def scaled_gradient_raw(cls, raw: Any, scale: float) -> Any:
         return _ScaledGradient.apply(raw, float(scale))
+
+    @classmethod
+    def filtered_gradient_raw(cls, raw: Any, threshold: float, reduce_axes: Sequence[int]) -> Any:
+        return _FilteredGradient.apply(raw, float(threshold), tuple(reduce_axes))
 
     # --- layout ------------------------------------------------------------------------------------
     @classmethod
