@@ -260,8 +260,9 @@ class RecLayer(LoopUnit, BuiltinUnit, LayerBase):
     `is_output_layer` or a loss in the unit) is x stacked the same way; a loss inside the unit is
     computed on that stacked layer. Where the length is known (input or target), `max_seq_len` is
     checked and has no effect (RETURNN does not use it then either; a notice says so). Not yet:
-    search (`choice`, beams), `direction` -1, `max_seq_len_via`, moving step-independent layers out of the loop (every layer of
-    the unit runs inside the loop, also those that do not depend on the step). Parameters are named
+    search (`choice`, beams), `direction` -1, `max_seq_len_via`. With `optimize_move_layers_out`, a layer of the
+    unit that does not depend on the step and computes frame by frame runs once over the whole sequence before the
+    loop (`netcompiler/loop_move_out.py`; not in a loop until 'end'); the results are the same. Parameters are named
     "<rec>/rec/<inner>/<param>", as in RETURNN's checkpoints (the layers are "<rec>/<inner>"). The loop is one
     `rf.scan` over a known length, else one `rf.while_loop` whose per-step values are stacked with
     `rf.step_stack` (TensorFlow: one loop either way, traced once for any length); past a sequence's end

@@ -15,6 +15,7 @@ from netcompiler.emit.loop_runner import LoopPlan, SearchPlan, run_loop
 from netcompiler.errors import ConfigError, InvalidOptionError, MissingOptionError
 from netcompiler.layer_base import LayerBase
 from netcompiler.loop_body import LoopBody
+from netcompiler.loop_move_out import moved_values
 from netcompiler.references import DATA, PREV, parse_reference, target_reference
 from netcompiler.tensor import FEATURE, SPATIAL, Data, Dim, batch_dim
 
@@ -345,7 +346,8 @@ class LoopUnit:
             collect={name: body.get_layer(name, None, "from") for name in names},
             end=body.layers["end"] if until_end else None,
             max_len=self._max_seq_len_value(inputs) if until_end else None,
-            search=self._search_plan(), name=self.name)
+            search=self._search_plan(), name=self.name,
+            moved=moved_values(self, inputs, frames) if not self.searches() else {})
 
     def _max_seq_len_value(self, inputs):
         """The bound of a loop of unknown length (an int or a scalar Tensor), None without max_seq_len."""

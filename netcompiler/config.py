@@ -27,8 +27,8 @@ USED_KEYS = frozenset({
     "log_batch_size", "accum_grad_multiple_step", "stop_on_nonfinite_train_score", "cache_size",
     "tf_log_dir", "cleanup_old_models", "train_epoch_split", "newbob_error_threshold", "momentum",
     "optimizer_epsilon", "learning_rates", "newbob_relative_error_div_by_old", "gradient_clip_norm", "adagrad",
-    "adadelta", "rmsprop", "search_output_layer", "search_data", "search_do_eval", "search_output_file",
-    "search_output_file_format", "gradient_noise",
+    "adadelta", "rmsprop", "optimize_move_layers_out", "search_output_layer", "search_data", "search_do_eval",
+    "search_output_file", "search_output_file_format", "gradient_noise",
 })
 
 # RETURNN settings that are accepted but have no effect here (yet).

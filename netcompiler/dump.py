@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any, Dict, List
 
+from .loop_move_out import describe_plan, loop_plan_of
 from .network import Network
 
 
@@ -17,6 +18,9 @@ def layer_record(layer) -> Dict[str, Any]:
     prev = [_shown(dep).name for dep in layer.dependencies() if dep.layer_class == "prev"]
     if prev:
         record["from_prev_step"] = prev
+    plan = loop_plan_of(layer)
+    if plan is not None:
+        record["moved_out_of_loop"], record["inside_loop"] = plan.moved, plan.inside
     if getattr(layer, "loss", None) is not None:
         record["loss"] = layer.loss.loss_class
         # a loss without a target (as_is, ...) has none to name
@@ -43,6 +47,9 @@ def format_text(network: Network) -> str:
         for name, spec in layer.params.items():
             shape = ", ".join(str(s) for s in spec.sizes)
             lines.append(f"{'':<{name_width}}    param {layer.param_scope}/{name} [{shape}] ({spec.num_elements})")
+        plan = loop_plan_of(layer)
+        if plan is not None:
+            lines.append(f"{'':<{name_width}}    {describe_plan(plan)}")
     lines.append(f"{len(layers)} layers, {num_params(network)} parameters")
     return "\n".join(lines)
 

@@ -81,6 +81,10 @@ class _LoopRun:
         self.until_end = plan.end is not None
         self.searching = plan.search is not None
         self.beam = plan.search.beam if self.searching else 1
+        # read one frame per step (rf.step_frame: a gather's gradient would be all frames at every step)
+        self.frames = {key: rf.step_frames(rf.tile_batch(value, self.beam), self.time)
+                       for key, value in plan.frames.items()}
+        self.moved_frames = {name: rf.step_frames(value, self.time) for name, value in plan.moved.items()}
         self.after_choice = _after_choice(self.body, plan.search.choice) if plan.search is not None else frozenset()
 
     # --- the state ------------------------------------------------------------------------------------
@@ -111,15 +115,14 @@ class _LoopRun:
 
     # --- one step ---------------------------------------------------------------------------------------
     def step(self, s) -> Dict[str, Any]:
-        plan, body, time, i = self.plan, self.body, self.time, s["i"]
-        frames = {key: rf.tile_batch(value, self.beam) for key, value in plan.frames.items()}
-        frame = {key: rf.gather(value, indices=i, axis=time) for key, value in frames.items()}
+        plan, body, i = self.plan, self.body, s["i"]
+        frame = {key: rf.step_frame(frames, i) for key, frames in self.frames.items()}
         search = None
         if self.searching:
             search = SearchStep(self.beam, s["scores"], s["ended"], s["lengths"], self.after_choice)
         step_ctx = self.ctx.loop_step(body, frame, s["prev"], i, s["own"], search=search)
-        for name, value in plan.moved.items():
-            step_ctx.preset(body.layers[name], lambda value=value: rf.gather(value, indices=i, axis=time))
+        for name, frames in self.moved_frames.items():
+            step_ctx.preset(body.layers[name], lambda frames=frames: rf.step_frame(frames, i))
         if search is not None:
             step_ctx.value(plan.search.choice)  # the new hypotheses: values after it are in their order
         for layer in self.stateful.values():
@@ -142,7 +145,7 @@ class _LoopRun:
         if self.until_end:
             valid = rf.logical_not(old["ended"] | new_value(plan.end))
         else:
-            sizes = self.ctx.run.size(time)
+            sizes = self.ctx.run.size(self.time)
             valid = None if isinstance(sizes, int) else i < rf.tile_batch(sizes, self.beam)
         if "ended" in s:
             running = valid if valid is not None else rf.full([batch_dim], True, dtype="bool")

@@ -17,7 +17,8 @@ from .array import (
 from .beam import backtrack, beam_step, best_rows, gather_batch, initial_scores, sort_beams, tile_batch
 from .conv import conv, pool
 from .loops import (
-    assert_equal, cond, scan, step_stack, step_stack_stack, step_stack_write, while_loop, with_dependencies,
+    assert_equal, cond, scan, step_frame, step_frames, step_stack, step_stack_stack, step_stack_write, while_loop,
+    with_dependencies,
 )
 from .loss import (
     binary_cross_entropy, collapse_repeated, ctc_decode, ctc_loss, edit_distance, softmax_cross_entropy_with_logits,

@@ -169,3 +169,16 @@ def step_stack_stack(stack: Tensor, dim: Dim) -> Tensor:
     """The entries written, stacked along `dim` in front (its length: the number of steps written)."""
     raw = backend_for().step_stack_stack_raw(stack.raw)
     return Tensor(stack.data.copy(dims=(dim,) + stack.dims, time_dim=dim), raw)
+
+
+# --- frames of a Tensor read one per step -------------------------------------------------------------------
+def step_frames(x: Tensor, dim: Dim) -> Tensor:
+    """`x` split along `dim` for a loop that reads one frame per step (`step_frame`); made before the loop.
+    Cheaper than `gather` at each step where gradients flow back into `x`."""
+    major = _time_major(x, dim)
+    return Tensor(x.data.copy_without_dims([dim]), backend_for(x).step_frames_raw(major.raw))
+
+
+def step_frame(frames: Tensor, index: Tensor) -> Tensor:
+    """Frame `index` (a scalar int32 Tensor) of `frames` (from `step_frames`)."""
+    return Tensor(frames.data, backend_for(index).step_frame_raw(frames.raw, index.raw))

@@ -21,3 +21,12 @@ class LoopOps:
     @classmethod
     def step_stack_stack_raw(cls, stack: Any) -> Any:
         return stack.stack()
+
+    @classmethod
+    def step_frames_raw(cls, x: Any) -> Any:
+        # a TensorArray's gradient is one frame per read (a tf.gather's is all of x at every step)
+        return tf.TensorArray(x.dtype, size=tf.shape(x)[0], element_shape=x.shape[1:]).unstack(x)
+
+    @classmethod
+    def step_frame_raw(cls, frames: Any, index: Any) -> Any:
+        return frames.read(index)

@@ -26,3 +26,11 @@ class LoopOps:
     @classmethod
     def step_stack_stack_raw(cls, stack: Any) -> Any:
         return torch.stack(list(stack), dim=0)
+
+    @classmethod
+    def step_frames_raw(cls, x: Any) -> Any:
+        return torch.unbind(x, dim=0)  # one backward for all frames (indexing x per step: a full-size one each)
+
+    @classmethod
+    def step_frame_raw(cls, frames: Any, index: Any) -> Any:
+        return frames[int(index)]
