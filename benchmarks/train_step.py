@@ -137,12 +137,20 @@ class HandBLSTM(HandModel):
                                         wco=no_peephole, b=v[name + "/b"], forget_bias=0.0, cell_clip=-1.0,
                                         use_peephole=False)[6]
 
-        def step(state, xw_t):
-            i, f, c, o = tf.split(xw_t + state[0] @ v[name + "/W_re"], 4, axis=-1)
-            cell = tf.sigmoid(f) * state[1] + tf.sigmoid(i) * tf.tanh(c)
-            return tf.sigmoid(o) * tf.tanh(cell), cell
+        return scan_lstm(x, v[name + "/W"], v[name + "/W_re"], v[name + "/b"])
 
-        return tf.scan(step, tf.tensordot(x, v[name + "/W"], 1) + v[name + "/b"], initializer=(zeros, zeros))[0]
+
+def scan_lstm(x, w, w_re, b, name=None):
+    """An LSTM over time-major x [T, B, in] from zero states: x W + b for all frames in one matmul, then tf.scan
+    over h W_re and the gates (i, f, c, o as netcompiler's LSTM). Returns h [T, B, n]."""
+    zeros = tf.zeros([tf.shape(x)[1], w_re.shape[0]])
+
+    def step(state, xw_t):
+        i, f, c, o = tf.split(xw_t + state[0] @ w_re, 4, axis=-1)
+        cell = tf.sigmoid(f) * state[1] + tf.sigmoid(i) * tf.tanh(c)
+        return tf.sigmoid(o) * tf.tanh(cell), cell
+
+    return tf.scan(step, tf.tensordot(x, w, 1) + b, initializer=(zeros, zeros), name=name)[0]
 
 
 class HandTransformer(HandModel):
@@ -200,7 +208,12 @@ def netcompiler_side(config):
     trainer = Trainer(model, optimizer, None, clip_gradients_fn(config.values),
                       stop_on_nonfinite=bool(config.get("stop_on_nonfinite_train_score", True)), log=open(os.devnull, "w"))
     optimizer.build(model.trainable_params)
-    return model, lambda x, y, n: trainer.train_step({"data": x, "classes": y}, {"data": n, "classes": n})[1]
+
+    def step(x, y, n):
+        return trainer.train_step({"data": x, "classes": y}, {"data": n, "classes": n})[1]
+
+    step.compiled = trainer.train_step  # the tf.function, for looking at its graph
+    return model, step
 
 
 def hand_side(config, make):
@@ -231,10 +244,15 @@ def hand_side(config, make):
 
 def make_batches(model_name, quick, seed=0):
     """Identical random ragged batches (zero-padded features, class targets) for every side."""
-    rng = np.random.RandomState(seed)
     dim, classes, size = (40, 1000, 8) if model_name == "blstm" else (80, 500, 16)
     lo, hi, count = (40, 80, 1) if quick else (100, 300, 3)
-    batches = []
+    return random_batches(count, size, lo, hi, dim, classes, seed)
+
+
+def random_batches(count, size, lo, hi, dim, classes, seed=0):
+    """`count` batches (x, y, lengths) of `size` sequences, lengths in lo..hi: random `dim`-dim frames
+    (zero-padded), random targets of `classes` classes with the same lengths."""
+    rng, batches = np.random.RandomState(seed), []
     for _ in range(count):
         lengths = rng.randint(lo, hi + 1, size=size).astype(np.int32)
         x = rng.randn(size, lengths.max(), dim).astype(np.float32)
@@ -249,6 +267,18 @@ def run(step, batches):
     for x, y, lengths in batches:
         float(step(x, y, lengths))
     return time.perf_counter() - start
+
+
+def time_sides(sides, batches, reps):
+    """{side: [seconds per pass over `batches`] * reps}: every side runs one pass as warm-up (tracing, graph
+    optimisation, first allocations), then `reps` passes, the order of the sides alternating to cancel drift."""
+    times = {name: [] for name in sides}
+    for step in sides.values():
+        run(step, batches)
+    for rep in range(reps):
+        for name in (list(sides) if rep % 2 == 0 else list(sides)[::-1]):
+            times[name].append(run(sides[name], batches))
+    return times
 
 
 def check_same_model(nc_model, hand_model, hand_loss, batch):
@@ -306,13 +336,7 @@ def benchmark(model_name, reps, quick, memory):
     for variant, make in HAND[model_name].items():
         hand_model, sides[variant], hand_loss = hand_side(config, make)
         params = check_same_model(nc_model, hand_model, hand_loss, batches[0])
-    times = {name: [] for name in sides}
-    for step in sides.values():  # warm-up: tracing, graph optimisation, first allocations
-        run(step, batches)
-    for rep in range(reps):
-        order = list(sides) if rep % 2 == 0 else list(sides)[::-1]  # alternate to cancel drift
-        for name in order:
-            times[name].append(run(sides[name], batches))
+    times = time_sides(sides, batches, reps)
     fps = {name: frames / statistics.median(t) for name, t in times.items()}
     best = max((n for n in sides if n != "netcompiler"), key=fps.get)
     ratio = fps["netcompiler"] / fps[best]
