@@ -12,6 +12,7 @@ from netcompiler.layer_base import NONE_TYPE, NUMBER, LayerBase, Option, ParamSp
 from netcompiler.tensor import FEATURE, Data, Dim, resolve_dim
 
 from .activations import activate, check_activation
+from .cum_concat import in_loop_step
 from .rec_loop import LoopUnit
 from .subnetwork import parent_references
 
@@ -259,14 +260,14 @@ class RecLayer(LoopUnit, BuiltinUnit, LayerBase):
     [B, F] step), zero past each sequence's end. "rec/x" read from outside (and x with
     `is_output_layer` or a loss in the unit) is x stacked the same way; a loss inside the unit is
     computed on that stacked layer. Where the length is known (input or target), `max_seq_len` is
-    checked and has no effect (RETURNN does not use it then either; a notice says so). Not yet:
-    search (`choice`, beams), `direction` -1, `max_seq_len_via`. With `optimize_move_layers_out`, a layer of the
+    checked and has no effect (RETURNN does not use it then either; a notice says so). With `direction` -1 the
+    loop runs from each sequence's end. In search (`task = "search"`) a `choice` in the unit runs beam search
+    (layers/choice.py) and the loop runs until 'end'. Not yet: `max_seq_len_via`, `include_eos`. With `optimize_move_layers_out`, a layer of the
     unit that does not depend on the step and computes frame by frame runs once over the whole sequence before the
     loop (`netcompiler/loop_move_out.py`; not in a loop until 'end'); the results are the same. Parameters are named
     "<rec>/rec/<inner>/<param>", as in RETURNN's checkpoints (the layers are "<rec>/<inner>"). The loop is one
-    `rf.scan` over a known length, else one `rf.while_loop` whose per-step values are stacked with
-    `rf.step_stack` (TensorFlow: one loop either way, traced once for any length); past a sequence's end
-    its state ("prev:" values) stays unchanged.
+    `rf.while_loop` whose per-step values are stacked with `rf.step_stack` (TensorFlow: one loop, traced once
+    for any length; netcompiler/emit/loop_runner.py).
 
     Emission, through the op layer (`rf.lstm`, `rf.gru`, `rf.rnn`, netcompiler/frontend/rec.py): every index
     of the other frame dims (batch, extra spatial dims) is a sequence of its own. Every unit projects all
@@ -314,6 +315,11 @@ class RecLayer(LoopUnit, BuiltinUnit, LayerBase):
             return self._make_loop_output(unit)
         self._resolve_unit(unit)  # checks the unit and its unit_opts (make_params and emit resolve it again)
         self._check_builtin_options()
+        if in_loop_step(self):  # in a loop body: one step of the unit, as rnn_cell (RETURNN does the same)
+            if self.opts["direction"] == -1:
+                raise self.error("'direction' -1 has no meaning for one step of a unit in a loop body",
+                                 option="direction", suggestion="remove 'direction'")
+            return self.projected_output(self._out_dim())
         return self._builtin_output()
 
     # --- the built-in unit ----------------------------------------------------------
@@ -334,12 +340,15 @@ class RecLayer(LoopUnit, BuiltinUnit, LayerBase):
                 self.network.notices.append(f"layer '{self.name}': option '{key}' has no effect in netcompiler; "
                                             f"ignored")
 
-    def _builtin_output(self) -> Data:
+    def _out_dim(self) -> Dim:
         n_out = self.opts["n_out"]
         if n_out is None:
             raise MissingOptionError(f"class 'rec' with unit '{self.opts['unit']}' needs option 'n_out' "
                                      f"(the output feature size)", layer=self.name, option="n_out")
-        return self.projected_output(self.new_feature_dim(n_out), time_dim=self._iteration_dim(self.input_data))
+        return self.new_feature_dim(n_out)
+
+    def _builtin_output(self) -> Data:
+        return self.projected_output(self._out_dim(), time_dim=self._iteration_dim(self.input_data))
 
     def _iteration_dim(self, x: Data) -> Dim:
         axis = "T" if self.opts["axis"] is None else self.opts["axis"]
@@ -359,10 +368,24 @@ class RecLayer(LoopUnit, BuiltinUnit, LayerBase):
                                                              "bias_init")))
 
     # --- emission ---------------------------------------------------------------------
+    def initial_step_state(self, inputs):
+        """A built-in unit in a loop body: its state (zeros) at the first step."""
+        if isinstance(self.opts["unit"], dict) or not in_loop_step(self):
+            return None
+        kind, _ = self._resolve_unit(self.opts["unit"])
+        zeros = rf.zeros(list(self.output.dims), dtype=self.output.dtype)
+        return {key: zeros for key in self.state_keys(kind)}
+
     def emit(self, inputs):
         if isinstance(self.opts["unit"], dict):
             return self.loop_values(inputs)["output"]
         kind, unit_opts = self._resolve_unit(self.opts["unit"])
+        if inputs.loop_state is not None:
+            y, new = self.step_unit(inputs, kind, unit_opts, inputs.x, self.projected_in_dim(),
+                                    self.output.feature_dim, inputs.step_state)
+            inputs.set_step_state(new)
+            record_final_state(inputs, new)
+            return y
         time, out_dim = self.output.time_dim, self.output.feature_dim
         backward = self.opts["direction"] == -1
         x = rf.reverse_sequence(inputs.x, axis=time) if backward else inputs.x

@@ -29,7 +29,7 @@ class RnnCellLayer(BuiltinUnit, LayerBase):
     `initial_output` must be None (RETURNN: set initial_state instead).
 
     The state is the unit's: "c" and "h" for the LSTMs, else "h" (the output). Inside a loop it is a step state
-    (past a sequence's end it keeps the final one); `get_last_hidden_state` reads it. Parameters: those of
+    `get_last_hidden_state` reads it. Parameters: those of
     `rec` with the same unit ("W", "W_re", "b"; rhn: "W", "b", "depth_<l>/W"), in the same layout, so a cell
     step equals one frame of `rec` with the same weights; under a rec unit "<rec>/rec/<cell>/W".
     """
@@ -108,6 +108,12 @@ class RnnCellLayer(BuiltinUnit, LayerBase):
             else:
                 state[key] = zeros + 1.0 if value in (1, "ones") else zeros
         return state
+
+    def initial_output_value(self, inputs) -> Tensor:
+        """"prev:" of this cell at the first step: the output part of its initial state (RETURNN's
+        get_rec_initial_output)."""
+        kind, _ = self._resolve_unit(self.opts["unit"])
+        return self._initial_state(inputs, kind, list(self.output.dims))["h"]
 
     def initial_step_state(self, inputs):
         if not in_loop_step(self):

@@ -11,6 +11,7 @@ import weakref
 from typing import Any, Dict, List, Optional
 
 from netcompiler import frontend as rf
+from netcompiler.emit.context import LayerInputs
 from netcompiler.emit.loop_runner import LoopPlan, SearchPlan, run_loop
 from netcompiler.errors import ConfigError, InvalidOptionError, MissingOptionError
 from netcompiler.layer_base import LayerBase
@@ -28,6 +29,7 @@ _LOSS_OPTIONS = ("loss", "loss_scale", "loss_opts")
 _MAX_LEN_FROM = re.compile(r"^\s*max_len_from\(\s*['\"]base:([\w/\-.]+)['\"]\s*\)\s*(?:([*+])\s*(\d+))?\s*$")
 
 _INITIAL_ZERO = (None, 0, 0.0, "zeros")
+_INITIAL_KEYWORDS = ("ones", "var", "keep_over_epoch", "apply(0)")
 
 
 class AccumulatedLayer(LayerBase, register=False):
@@ -59,8 +61,11 @@ class LoopUnit:
 
     # --- templates ------------------------------------------------------------------------
     def _make_loop_output(self, unit: Dict[str, Any]) -> Data:
-        if self.opts["direction"] not in (None, 1):
-            raise self.error("'direction' -1 with a unit dict is not supported by netcompiler yet", option="direction")
+        if self.opts["direction"] not in (None, 1, -1):
+            raise self.error(f"'direction' must be 1 or -1, not {self.opts['direction']!r}", option="direction")
+        if self.backwards() and not self.sources:
+            raise self.error("'direction' -1 runs backwards over the rec layer's input, and it has none",
+                             option="direction", suggestion="give the rec layer a 'from', or remove 'direction'")
         if self.opts["unit_opts"] is not None:
             raise self.error("'unit_opts' only applies to a built-in unit, not to a unit dict", option="unit_opts")
         if "output" not in unit:
@@ -322,8 +327,15 @@ class LoopUnit:
         """Runs the loop once per forward pass (context): "output" and every accumulated layer, stacked."""
         runs = self.__dict__.setdefault("_runs", weakref.WeakKeyDictionary())
         if inputs.ctx not in runs:
-            runs[inputs.ctx] = run_loop(inputs.ctx, self._loop_plan(inputs))
+            values = run_loop(inputs.ctx, self._loop_plan(inputs))
+            if self.backwards():  # the steps ran from each sequence's end: frame t of the result is step len-1-t
+                values = {name: rf.reverse_sequence(value, axis=self.loop_dim()) for name, value in values.items()}
+            runs[inputs.ctx] = values
         return runs[inputs.ctx]
+
+    def backwards(self) -> bool:
+        """direction -1: the loop runs from the last frame of each sequence to the first."""
+        return self.opts["direction"] == -1
 
     def _loop_plan(self, inputs) -> LoopPlan:
         """What the loop reads (run first: "base:" layers, extern data, the input) and gives back."""
@@ -339,10 +351,13 @@ class LoopUnit:
                   for key in self._frame_extern() if key != "source"}
         if self.sources:
             frames["source"] = inputs.x
+        if self.backwards():
+            frames = {key: rf.reverse_sequence(value, axis=self.loop_dim()) for key, value in frames.items()}
         until_end = self.runs_until_end()
         return LoopPlan(
             body=body, time=self.loop_dim(), frames=frames,
-            initial_prev={path: self._initial_output(path, layer.output) for path, layer in body.prev_layers.items()},
+            initial_prev={path: self._initial_output(path, layer.output, inputs)
+                          for path, layer in body.prev_layers.items()},
             collect={name: body.get_layer(name, None, "from") for name in names},
             end=body.layers["end"] if until_end else None,
             max_len=self._max_seq_len_value(inputs) if until_end else None,
@@ -360,18 +375,55 @@ class LoopUnit:
         longest = rf.reduce(inputs.run.size(layer.output.time_dim), mode="max", axis=batch_dim)
         return longest * number if op == "*" else longest + number
 
-    def _initial_output(self, path: str, data: Data):
-        """"prev:x" at the first step."""
-        return rf.full(data.dims, self._initial_fill(path), dtype=data.dtype, sparse_dim=data.sparse_dim)
+    def _initial_output(self, path: str, data: Data, inputs):
+        """"prev:x" at the first step: a fill value, the value of a layer outside the loop, or what x says (a cell:
+        its initial state's output)."""
+        inner = self.subnetwork.layers.get(path)
+        if hasattr(inner, "initial_output_value"):
+            return inner.initial_output_value(LayerInputs(inputs.ctx, inner))
+        layer = self._initial_layer(path)
+        if layer is None:
+            return rf.full(data.dims, self._initial_fill(path), dtype=data.dtype, sparse_dim=data.sparse_dim)
+        value = inputs.value(layer)
+        for ours, theirs in zip(data.dims, layer.output.dims):
+            if ours != theirs:
+                value = rf.replace_dim(value, in_dim=theirs, out_dim=ours)
+        return value
 
     def _initial_fill(self, path: str):
-        """x's 'initial_output' as a fill value (None, 0 or "zeros": 0; "ones": 1; a number); others refused."""
+        """x's 'initial_output' as a fill value (None, 0 or "zeros": 0; "ones": 1; a number), None for a layer;
+        others refused."""
         name = path.split("/", 1)[0]
         value = self.opts["unit"][name].get("initial_output")
         if value in _INITIAL_ZERO or value == "ones" or (isinstance(value, (int, float)) and not isinstance(value, bool)):
             return 1 if value == "ones" else (value or 0)
+        if self._initial_layer(path) is not None:
+            return None
         raise InvalidOptionError(f"'initial_output' {value!r} is not supported by netcompiler yet (None, 0, 'zeros', "
-                                 f"'ones' or a number)", layer=f"{self.name}/{name}", option="initial_output")
+                                 f"'ones', a number, or a layer outside the loop as 'base:x')",
+                                 layer=f"{self.name}/{name}", option="initial_output")
+
+    def _initial_layer(self, path: str) -> Optional[LayerBase]:
+        """The layer outside the loop that x's 'initial_output' names ("base:x" or "x"), checked against the
+        template of "prev:x"; None for a fill value."""
+        name = path.split("/", 1)[0]
+        value = self.opts["unit"][name].get("initial_output")
+        if not isinstance(value, str) or value in _INITIAL_ZERO or value in _INITIAL_KEYWORDS:
+            return None
+        layer = self.network.get_layer(value[len("base:"):] if value.startswith("base:") else value,
+                                       f"{self.name}/{name}", "initial_output")
+        body = getattr(self, "subnetwork", None)
+        want = body.prev_templates.get(path) if body is not None else None
+        if want is not None:
+            got = layer.output
+            same = len(got.dims) == len(want.dims) and got.dtype == want.dtype and all(
+                a == b or (a.size is not None and a.size == b.size) for a, b in zip(got.dims, want.dims))
+            if not same:
+                raise InvalidOptionError(
+                    f"'initial_output' layer '{layer.name}' {got.describe()} {got.dtype} does not fit 'prev:{path}' "
+                    f"{want.describe()} {want.dtype}", layer=f"{self.name}/{name}", option="initial_output",
+                    suggestion="give the initial layer the same dims (e.g. the same n_out)")
+        return layer
 
     # --- sub-layers and dependencies --------------------------------------------------------
     def loop_sub_layer(self, name: str) -> Optional[LayerBase]:
@@ -384,7 +436,9 @@ class LoopUnit:
         """Layers outside the loop that it reads: through "base:" and extern data, and max_seq_len's layer."""
         deps = external_dependencies(self, self.subnetwork)
         bound = self._max_seq_len_parts()[0] if self.opts["max_seq_len"] is not None else None
-        return deps + ([bound] if bound is not None and bound not in deps else [])
+        initial = [self._initial_layer(path) for path in self.subnetwork.prev_layers]
+        return deps + [layer for layer in [bound] + initial if layer is not None and layer not in deps]
+
 
 def _strings(value):
     """Every str in a nest of dicts, lists and tuples (a unit dict's layer names and keys)."""

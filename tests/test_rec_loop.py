@@ -2,10 +2,12 @@
 a loss inside the unit computed on the accumulated layer, and the parameters of its layers."""
 
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from layer_cases.rec_loop import ELMAN, TARGET_DRIVEN, UNTIL_END, loop
 from netcompiler.emit.model import CompiledNetwork
+from netcompiler.errors import ConfigError
 from netcompiler.network import build_from_dict
 
 EXTERN = {"data": {"dim": 6}, "classes": {"dim": 4, "sparse": True}}
@@ -80,3 +82,62 @@ def test_initial_output_outside_a_loop_is_accepted_with_a_notice():
     network = build_from_dict({"rnn": loop({"output": {**ELMAN["output"], "initial_output": 1.0}}),
                                "output": {"class": "copy", "from": "rnn"}}, EXTERN)
     assert not any("initial_output" in n for n in network.notices)
+
+
+def test_initial_output_may_be_a_layer_outside_the_loop():
+    unit = {"output": {"class": "linear", "activation": "tanh", "n_out": 3, "from": ["data:source", "prev:output"],
+                       "initial_output": "base:init"}}
+    network = build_from_dict({"init": {"class": "linear", "activation": None, "n_out": 3, "from": "data:ctx"},
+                               "rnn": loop(unit, is_output_layer=True)},
+                              {**EXTERN, "ctx": {"shape": (2,)}})
+    model = CompiledNetwork(network)
+    rng = np.random.RandomState(2)
+    x, c, lengths = rng.randn(2, 4, 6).astype("float32"), rng.randn(2, 2).astype("float32"), np.array([4, 2], "int32")
+    y = model.forward({"data": x, "ctx": c}, {"data": lengths}, training=False).value(network.layers["rnn"]).raw.numpy()
+    p = {name: var.numpy() for name, var in model.params.items()}
+    for b, n in enumerate(lengths):
+        h = c[b] @ p["init/W"] + p["init/b"]
+        for t in range(n):
+            h = np.tanh(np.concatenate([x[b, t], h]) @ p["rnn/rec/output/W"] + p["rnn/rec/output/b"])
+            np.testing.assert_allclose(y[b, t], h, rtol=1e-5, atol=1e-6)
+
+
+def test_an_initial_output_layer_that_does_not_fit_is_named():
+    unit = {"output": {"class": "linear", "activation": "tanh", "n_out": 3, "from": ["data:source", "prev:output"],
+                       "initial_output": "base:init"}}
+    with pytest.raises(ConfigError, match="'initial_output' layer 'init'.*does not fit 'prev:output'"):
+        build_from_dict({"init": {"class": "linear", "n_out": 4, "from": "data"},
+                         "rnn": loop(unit, is_output_layer=True)}, EXTERN)
+
+
+def test_a_builtin_rec_unit_in_a_loop_body_is_one_step_of_it():
+    """RETURNN's enc-dec demo puts {"class": "rec", "unit": "nativelstm2"} into a unit dict: there it is one
+    LSTM step with its own state, equal to the unit run over the whole sequence."""
+    unit = {"output": {"class": "rec", "unit": "nativelstm2", "n_out": 4, "from": "data:source"}}
+    network = build_from_dict({"outer": {"class": "rec", "unit": "nativelstm2", "n_out": 4, "from": "data"},
+                               "loop": loop(unit, is_output_layer=True),
+                               "output": {"class": "copy", "from": "outer"}}, EXTERN)
+    step = network.layers["loop"].subnetwork.layers["output"].output
+    assert step.dims == tuple(d for d in network.layers["loop"].output.dims if d != step.time_dim and
+                              d != network.layers["loop"].output.time_dim)
+    model = CompiledNetwork(network)
+    for name in ("W", "W_re", "b"):
+        model.params[f"loop/rec/output/{name}"].assign(model.params[f"outer/{name}"])
+    x = np.random.RandomState(3).randn(3, 5, 6).astype("float32")
+    ctx = model.forward({"data": x}, {"data": np.array([5, 2, 4], "int32")}, training=False)
+    inner, outer = ctx.value(network.layers["loop"]).raw.numpy(), ctx.value(network.layers["outer"]).raw.numpy()
+    np.testing.assert_allclose(inner, outer, rtol=1e-5, atol=1e-6)
+
+
+def test_prev_of_a_cell_starts_at_its_initial_state():
+    unit = {"cell": {"class": "rnn_cell", "unit": "rnn", "n_out": 3, "initial_state": "ones", "from": "data:source"},
+            "output": {"class": "copy", "from": ["prev:cell"]}, "keep": {"class": "copy", "from": "cell",
+                                                                          "is_output_layer": True}}
+    network = build_from_dict({"loop": loop(unit, is_output_layer=True)}, EXTERN)
+    model = CompiledNetwork(network)
+    x = np.random.RandomState(4).randn(2, 3, 6).astype("float32")
+    ctx = model.forward({"data": x}, {"data": np.array([3, 3], "int32")}, training=False)
+    prev = ctx.value(network.layers["loop"]).raw.numpy()
+    cell = ctx.value(network.get_layer("loop/keep")).raw.numpy()
+    np.testing.assert_allclose(prev[:, 0], np.ones((2, 3)))
+    np.testing.assert_allclose(prev[:, 1:], cell[:, :-1], rtol=1e-6)

@@ -48,6 +48,17 @@ def _elman_ref(x, lengths, p):
     return {"rnn": _steps(x["data"], lengths["data"], 5, step)}
 
 
+def _elman_backward_ref(x, lengths, p):
+    """direction -1: each sequence runs from its last frame; frame t of the output is the step at frame t."""
+    backward = np.zeros_like(x["data"])
+    for b, n in enumerate(lengths["data"]):
+        backward[b, :n] = x["data"][b, :n][::-1]
+    out = _elman_ref({"data": backward}, lengths, p)["rnn"]
+    for b, n in enumerate(lengths["data"]):
+        out[b, :n] = out[b, :n][::-1]
+    return {"rnn": out}
+
+
 # --- the LSTM of RETURNN's demo-tf-rec-explicit-lstm.config (no tanh on the cell, as there) -------------------
 LSTM = {
     "input": {"class": "copy", "from": ["prev:output", "data:source"]},
@@ -142,6 +153,9 @@ CASES = [
     LayerCase("rec-loop-elman", {"rnn": loop(ELMAN), "output": {"class": "copy", "from": "rnn"}},
               {"rnn": f"[B, {T}, F|'rnn/output:feature'(5)] float32"},
               params={"rnn/output": {"W": (11, 5), "b": (5,)}}, reference=_elman_ref),
+    LayerCase("rec-loop-elman-backward", {"rnn": loop(ELMAN, direction=-1), "output": {"class": "copy", "from": "rnn"}},
+              {"rnn": f"[B, {T}, F|'rnn/output:feature'(5)] float32"},
+              params={"rnn/output": {"W": (11, 5), "b": (5,)}}, reference=_elman_backward_ref),
     LayerCase("rec-loop-explicit-lstm", {"lstm": loop(LSTM), "output": {"class": "copy", "from": "lstm"}},
               {"lstm": f"[B, {T}, F|'lstm/output_gate:feature'(4)] float32"},
               params={f"lstm/{g}": {"W": (10, 4), "b": (4,)}
@@ -195,8 +209,8 @@ ERROR_CASES = [
               ["'n_out' is 7", "the unit's 'output' gives"]),
     ErrorCase("rec-loop-unit-opts", {"output": loop(ELMAN, unit_opts={"forget_bias": 1.0})}, InvalidOptionError,
               ["'unit_opts' only applies to a built-in unit"]),
-    ErrorCase("rec-loop-backward", {"output": loop(ELMAN, direction=-1)}, InvalidOptionError,
-              ["'direction' -1 with a unit dict"]),
+    ErrorCase("rec-loop-backward-without-input", {"output": loop(ELMAN, source=[], direction=-1, target="classes")},
+              InvalidOptionError, ["'direction' -1 runs backwards over the rec layer's input"]),
     ErrorCase("rec-loop-unguessable-prev", {"output": loop({"output": {"class": "copy", "from": "prev:output"}})},
               InvalidOptionError, ["cannot guess the template of 'prev:output'", "'n_out'"]),
 ]
