@@ -61,7 +61,6 @@ class CumConcatLayer(LayerBase):
 
     layer_class = "cum_concat"
     options = {"out_spatial_dim": Option(None, (Dim, NONE_TYPE), doc="the new axis")}
-    step_state_frozen_past_end = False
 
     def make_output(self):
         x = self.input_data

@@ -39,7 +39,6 @@ class SelfAttentionLayer(LayerBase):
         "forward_weights_init": Option("glorot_uniform", (str, float, int, dict)),
         **{key: Option(None, ()) for key in _UNSUPPORTED},
     }
-    step_state_frozen_past_end = False
 
     def make_output(self):
         for key, what in _UNSUPPORTED.items():

@@ -280,8 +280,6 @@ class LayerBase:
         this reads `inputs.step_state` and calls `inputs.set_step_state` in its `emit`; it depends on the step."""
         return None
 
-    step_state_frozen_past_end = True
-    """Whether the step state stays unchanged past a sequence's end (False for a state whose dims grow)."""
 
     def get_sub_layer(self, name: str) -> Optional["LayerBase"]:
         """The sublayer `name` (as in "self/name"), or None if there is none."""

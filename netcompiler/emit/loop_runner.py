@@ -8,9 +8,9 @@ the "prev:" values, ":i" and the step states of the layers that carry one.
 A loop runs over a known length (the sizes of its dim: an input's or a
 target's), or until its `end` layer was true once for every sequence (bounded
 by `max_len`); then the sizes of its dim are what the loop found. Past a
-sequence's end its "prev:" values and step states stay unchanged, so they hold
-each sequence's final values. The layers in `plan.collect` are stacked over
-the loop's dim (zero past each sequence's end).
+sequence's end the step computes on (a batch runs as long as its longest
+sequence); the layers in `plan.collect` are stacked over the loop's dim and
+zero past each sequence's end.
 
 Step states: a layer whose `initial_step_state(inputs)` returns a nest of
 Tensors (called once before the loop, in the outer context) reads its state of
@@ -21,7 +21,7 @@ the step before as `inputs.step_state` and sets the new one with
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, Optional, Union
+from typing import Any, Dict, List, Optional, Union
 
 from .. import frontend as rf
 from ..errors import TemplateMismatchError
@@ -108,7 +108,7 @@ class _LoopRun:
 
     def more(self, s) -> Tensor:
         if not self.until_end:
-            length = self.ctx.run.dim_value(self.time)
+            length = self.length
             return s["i"] < (length if isinstance(length, int) else Tensor(s["i"].data, length))
         going = rf.reduce(rf.cast(s["ended"], "int32"), mode="min", axis=batch_dim) < 1
         return going if self.plan.max_len is None else going & (s["i"] < self.plan.max_len)
@@ -142,18 +142,14 @@ class _LoopRun:
         if search is not None:
             new["scores"] = search.new_scores
             new["stacks"]["<rows>"] = rf.step_stack_write(s["stacks"]["<rows>"], i, search.rows)
-        if self.until_end:
-            valid = rf.logical_not(old["ended"] | new_value(plan.end))
-        else:
-            sizes = self.ctx.run.size(self.time)
-            valid = None if isinstance(sizes, int) else i < rf.tile_batch(sizes, self.beam)
-        if "ended" in s:
-            running = valid if valid is not None else rf.full([batch_dim], True, dtype="bool")
+        if "ended" in s:  # (a sequence's values past its end are computed on, and masked in the result)
+            if self.until_end:
+                running = rf.logical_not(old["ended"] | new_value(plan.end))
+            elif isinstance(self.sizes, int):
+                running = rf.full([batch_dim], True, dtype="bool")
+            else:
+                running = i < rf.tile_batch(self.sizes, self.beam)
             new.update(ended=rf.logical_not(running), lengths=old["lengths"] + rf.cast(running, "int32"))
-        if valid is not None:
-            new["prev"] = {path: _keep_past_end(valid, value, old["prev"][path]) for path, value in new["prev"].items()}
-            new["own"] = {name: _keep_nest_past_end(valid, value, old["own"][name], _frozen(self.stateful[name]))
-                          for name, value in new["own"].items()}
         return new
 
     def _own_in_new_order(self, name: str, state: Any, search: Optional[SearchStep]) -> Any:
@@ -173,6 +169,10 @@ class _LoopRun:
     # --- the result ---------------------------------------------------------------------------------------
     def run(self) -> Dict[str, Tensor]:
         plan, time = self.plan, self.time
+        if not self.until_end:  # computed before the loop: sizes made inside it cannot be read after it
+            self.sizes, self.length = self.ctx.run.size(time), self.ctx.run.dim_value(time)
+        for dim in _dims_read_from_outside(self.body):
+            self.ctx.run.keep_mask(dim)  # made once, not at every step
         final = rf.while_loop(self.more, self.step, self.initial_state())
         stacks = {name: rf.step_stack_stack(stack, time) for name, stack in final["stacks"].items()}
         if self.searching:
@@ -205,6 +205,17 @@ class _LoopRun:
         return {name: rf.gather_batch(value, best) for name, value in beams.items()}
 
 
+def _dims_read_from_outside(body) -> List[Dim]:
+    """The dynamic dims (not batch) of the values the body's layers read from outside the loop."""
+    dims: List[Dim] = []
+    for layer in body.layers.values():
+        for dep in layer.dependencies():
+            if dep.network is body or getattr(dep.network, "parent", None) is body:
+                continue
+            dims.extend(d for d in dep.output.dims if d.size is None and not d.is_batch and d not in dims)
+    return dims
+
+
 def _after_choice(body, choice) -> frozenset:
     """Ids of the body's layers that read `choice` in the same step (directly or through others), and its own."""
     found = {id(choice)}
@@ -232,24 +243,3 @@ def _new_step_states(step_ctx: EmitContext, own: Dict[str, Any]) -> Dict[str, An
         raise TemplateMismatchError(f"layer '{missing[0]}' carries a step state but did not set the new one "
                                     f"(netcompiler bug: its emit must call inputs.set_step_state)")
     return {name: new[name] for name in own}
-
-
-def _frozen(layer) -> bool:
-    return getattr(layer, "step_state_frozen_past_end", True)
-
-
-def _keep_past_end(valid: Tensor, new: Tensor, old: Tensor) -> Tensor:
-    """`new` where the sequence is still running, else `old` (Tensors without the batch dim: `new`)."""
-    if batch_dim not in new.dims:
-        return new
-    return rf.permute(rf.where(valid, new, old), old.dims)
-
-
-def _keep_nest_past_end(valid: Tensor, new: Any, old: Any, frozen: bool) -> Any:
-    if not frozen:
-        return new
-    if isinstance(new, Tensor):
-        return _keep_past_end(valid, new, old)
-    if isinstance(new, dict):
-        return {key: _keep_nest_past_end(valid, new[key], old[key], frozen) for key in new}
-    return type(new)(_keep_nest_past_end(valid, a, b, frozen) for a, b in zip(new, old))

@@ -55,6 +55,8 @@ class RunContext:
         """In a step of beam search: the beam size. The batch dim then stands for batch x beam (entry b*beam + k
         is hypothesis k of sequence b), and the sizes known outside are repeated per hypothesis."""
         self.sizes = SizeTable()
+        self.masks = SizeTable()
+        """Dim -> its mask, where made ahead (`keep_mask`: e.g. before a loop, for the dims of what it reads)."""
 
     # --- the context stack ------------------------------------------------------------------
     def __enter__(self) -> "RunContext":
@@ -125,6 +127,9 @@ class RunContext:
         no padding (static, or the batch). `like`: a tensor with axis `dim`, whose length the mask takes."""
         if dim.size is not None or dim.is_batch:
             return None
+        kept = self._kept_mask(dim)
+        if kept is not None:
+            return kept
         sizes = self.size(dim)
         if not isinstance(sizes, Tensor) or not sizes.dims:
             return None
@@ -135,6 +140,26 @@ class RunContext:
             maxlen = self.dim_value(dim)
         raw = backend.sequence_mask_raw(sizes.raw, maxlen)
         return Tensor(Data(f"mask:{dim.description}", sizes.dims + (dim,), "bool"), raw)
+
+
+    def keep_mask(self, dim: Dim) -> None:
+        """Makes the mask of `dim` now and keeps it for this context and its children (a loop's steps then
+        reuse it instead of making it at every step)."""
+        mask = self.mask(dim)
+        if mask is not None:
+            self.masks.set(dim, mask)
+
+    def _kept_mask(self, dim: Dim) -> Optional[Tensor]:
+        found = self.masks.get(dim)
+        if found is not None or self.parent is None:
+            return found
+        found = self.parent._kept_mask(dim)
+        if found is not None and self.beam > 1:
+            from .beam import tile_batch
+
+            found = tile_batch(found, self.beam)
+            self.masks.set(dim, found)
+        return found
 
 
 def get_run_ctx() -> RunContext:
