@@ -25,7 +25,37 @@ def layer_record(layer) -> Dict[str, Any]:
         record["loss"] = layer.loss.loss_class
         # a loss without a target (as_is, ...) has none to name
         record["target"] = layer.target_layer.name if layer.target_layer is not None else None
+    over = accumulated_of(layer)
+    if over is not None:
+        record["over_all_steps"] = {key: value for key, value in layer_record(over).items()
+                                    if key not in ("name", "class", "params", "from")}
     return record
+
+
+def listed_layers(network: Network) -> List[Any]:
+    """The layers a dump lists: every built layer once. A loop body's layer x read from outside as "rec/x" (its
+    values over all steps) has the name of the step's layer x: it is shown with it (`accumulated_of`)."""
+    seen, listed = set(), []
+    for layer in network.all_layers():
+        if layer.name not in seen:
+            seen.add(layer.name)
+            listed.append(layer)
+    return listed
+
+
+def accumulated_of(layer) -> Any:
+    """For a loop body's layer x: the layer of x's values over all steps, if it is read from outside (else None)."""
+    owner = getattr(layer.network, "owner", None)
+    inner = layer.name[len(layer.network.prefix):]
+    found = getattr(owner, "accumulated", {}).get(inner) if owner is not None else None
+    return found if found is not None and found is not layer else None
+
+
+def _loss_text(layer) -> str:
+    if getattr(layer, "loss", None) is None:
+        return ""
+    return f"  loss {layer.loss.loss_class}" + (f" on {layer.target_layer.name}" if layer.target_layer is not None
+                                                else "")
 
 
 def num_params(network: Network) -> int:
@@ -33,17 +63,17 @@ def num_params(network: Network) -> int:
 
 
 def format_text(network: Network) -> str:
-    layers = list(network.all_layers())
+    layers = listed_layers(network)
     name_width = max(len(layer.name) for layer in layers)
     class_width = max(len(layer.layer_class) for layer in layers)
     lines: List[str] = []
     for layer in layers:
-        line = f"{layer.name:<{name_width}}  {layer.layer_class:<{class_width}}  {layer.output.describe()} {layer.output.dtype}"
-        if getattr(layer, "loss", None) is not None:
-            line += f"  loss {layer.loss.loss_class}"
-            if layer.target_layer is not None:
-                line += f" on {layer.target_layer.name}"
-        lines.append(line)
+        lines.append(f"{layer.name:<{name_width}}  {layer.layer_class:<{class_width}}  {layer.output.describe()} "
+                     f"{layer.output.dtype}{_loss_text(layer)}")
+        over = accumulated_of(layer)
+        if over is not None:
+            lines.append(f"{'':<{name_width}}    over all steps: {over.output.describe()} {over.output.dtype}"
+                         f"{_loss_text(over)}")
         for name, spec in layer.params.items():
             shape = ", ".join(str(s) for s in spec.sizes)
             lines.append(f"{'':<{name_width}}    param {layer.param_scope}/{name} [{shape}] ({spec.num_elements})")
@@ -55,14 +85,14 @@ def format_text(network: Network) -> str:
 
 
 def format_json(network: Network) -> str:
-    layers = [layer_record(layer) for layer in network.all_layers()]
+    layers = [layer_record(layer) for layer in listed_layers(network)]
     return json.dumps({"layers": layers, "num_params": num_params(network), "notices": list(network.notices)},
                       indent=1)
 
 
 def format_dot(network: Network) -> str:
     lines = ["digraph network {", "  rankdir=BT;", '  node [shape=box, fontname="monospace"];']
-    for layer in network.all_layers():
+    for layer in listed_layers(network):
         label = f"{layer.name}\\n{layer.layer_class}"
         lines.append(f"  {_quote(layer.name)} [label={_quote(label)}];")
         for dep in layer.dependencies():

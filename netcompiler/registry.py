@@ -49,7 +49,8 @@ class Registry:
                           f"netcompiler.builtin.load_builtin_layers() before building a network")
         else:
             suggestion = f"{self.plural}: {', '.join(self.names())}"
-        raise self.error(f"unknown {self.what} '{name}'", layer=layer, option=self.option, suggestion=suggestion)
+        shown = f"'{name}'" if isinstance(name, str) and name.isprintable() else repr(name)
+        raise self.error(f"unknown {self.what} {shown}", layer=layer, option=self.option, suggestion=suggestion)
 
     def names(self) -> List[str]:
         """The registered names, sorted."""

@@ -105,6 +105,11 @@ EXPECTED_PARAMS = {
     "12ax-loop-rnn.py": (29 * 20 + 20) + (20 * 2 + 2),
     # four gates (9 + 10) -> 10 with bias; softmax 10 -> 2
     "12ax-loop-lstm.py": 4 * (19 * 10 + 10) + (10 * 2 + 2),
+    # embedding 10*32; two LSTMs 32 -> 64: 4*64*(32 + 64 + 1) each; keys 128*64; decoder: target embedding 10*32,
+    # state [32 + 128 + 64] -> 64 with bias, query 64*64, energy 64*1, readout [64 + 128 + 32] -> 64 with bias,
+    # softmax 64 -> 10 with bias
+    "attention-copy.py": 10 * 32 + 2 * 4 * 64 * (32 + 64 + 1) + 128 * 64
+    + 10 * 32 + (224 * 64 + 64) + 64 * 64 + 64 + (224 * 64 + 64) + (64 * 10 + 10),
     "custom-dims.py": 2 * 80 + (400 * 256 + 256) + 1024 * (256 + 256 + 1) + (256 * 500 + 500),
 }
 
