@@ -141,3 +141,32 @@ def test_prev_of_a_cell_starts_at_its_initial_state():
     cell = ctx.value(network.get_layer("loop/keep")).raw.numpy()
     np.testing.assert_allclose(prev[:, 0], np.ones((2, 3)))
     np.testing.assert_allclose(prev[:, 1:], cell[:, :-1], rtol=1e-6)
+
+
+def test_a_rec_loop_nested_in_a_loop_body_runs_at_every_step():
+    inner = {"output": {"class": "linear", "activation": "tanh", "n_out": 3, "from": ["data:source", "prev:output"]}}
+    outer = {"sum": {"class": "rec", "from": "base:enc", "unit": inner},
+             "last": {"class": "reduce", "mode": "max", "axes": "T", "from": "sum"},
+             "output": {"class": "linear", "activation": "tanh", "n_out": 3,
+                        "from": ["data:source", "prev:output", "last"]}}
+    network = build_from_dict({"enc": {"class": "linear", "n_out": 4, "from": "data:ctx"},
+                               "loop": {"class": "rec", "from": "data", "unit": outer, "is_output_layer": True}},
+                              {"data": {"dim": 6}, "ctx": {"dim": 2}})
+    model = CompiledNetwork(network)
+    rng = np.random.RandomState(0)
+    x, c = rng.randn(2, 4, 6).astype("float32"), rng.randn(2, 3, 2).astype("float32")
+    x_len, c_len = np.array([4, 2], "int32"), np.array([3, 1], "int32")
+    y = model.forward({"data": x, "ctx": c}, {"data": x_len, "ctx": c_len}, training=False)
+    y = y.value(network.layers["loop"]).raw.numpy()
+    p = {name: var.numpy() for name, var in model.params.items()}
+    for b in range(2):
+        enc = c[b, :c_len[b]] @ p["enc/W"] + p["enc/b"]
+        h_in, inner_out = np.zeros(3), []
+        for frame in enc:
+            h_in = np.tanh(np.concatenate([frame, h_in]) @ p["loop/rec/sum/rec/output/W"] + p["loop/rec/sum/rec/output/b"])
+            inner_out.append(h_in)
+        last = np.max(inner_out, axis=0)
+        h = np.zeros(3)
+        for t in range(x_len[b]):
+            h = np.tanh(np.concatenate([x[b, t], h, last]) @ p["loop/rec/output/W"] + p["loop/rec/output/b"])
+            np.testing.assert_allclose(y[b, t], h, rtol=1e-5, atol=1e-6)
