@@ -120,6 +120,11 @@ class LoopUnit:
         max_seq_len either: a notice says it has no effect."""
         value = self.opts["max_seq_len"]
         if value is None:
+            if self.searches():
+                self.network.notices.append(
+                    f"layer '{self.name}': search runs until every hypothesis ended, with no bound (as RETURNN); "
+                    f"a model that never ends a hypothesis never stops: set e.g. "
+                    f"max_seq_len = \"max_len_from('base:encoder') * 2\"")
             return
         self._max_seq_len_parts()  # checks the form
         if self.runs_until_end() or self._has_choice():
