@@ -67,6 +67,10 @@ UNSUPPORTED_UNITS = {
 # Options without effect here: a value other than the default only adds a notice.
 _IGNORED = {"cheating": False, "unroll": False, "debug": None}
 
+# Options without effect for a built-in unit only (RETURNN uses `max_seq_len` there only when unrolling):
+# a value other than the default only adds a notice.
+_IGNORED_BUILTIN = {"max_seq_len": None}
+
 # Options whose other values are refused for a built-in unit: (accepted values, why).
 _NOT_YET = "not supported by netcompiler yet"
 _LOOP_ONLY = "only applies to a unit that is a network dict"
@@ -74,7 +78,6 @@ _RESTRICTED = {
     "input_projection": ((True,), _NOT_YET),
     "back_prop": ((None, True), _NOT_YET),
     "use_global_rec_step_offset": ((False,), _NOT_YET),
-    "max_seq_len": ((None,), _LOOP_ONLY),
     "max_seq_len_via": ((None,), _LOOP_ONLY),
     "include_eos": ((False,), _LOOP_ONLY + " (in search)"),
 }
@@ -222,8 +225,9 @@ class RecLayer(LoopUnit, BuiltinUnit, LayerBase):
     "zoneout_factor_output" (0.0); rhn: "depth" (5; "dropout" only 0, "transform_bias" only 0)),
     `direction` (None or 1: forward, -1: backward), `axis` (None: "T"), `initial_state` (None or "zeros"; others not supported yet),
     `forward_weights_init` (None: "glorot_uniform"), `recurrent_weights_init` (None: the forward
-    init), `bias_init` (None: 0.0), `input_projection` (True; False not supported), `max_seq_len`,
-    `max_seq_len_via`, `include_eos` (loop bodies only), `back_prop` (None; False not supported),
+    init), `bias_init` (None: 0.0), `input_projection` (True; False not supported), `max_seq_len` (no effect
+    with a built-in unit: RETURNN uses it there only to unroll), `max_seq_len_via`, `include_eos` (loop
+    bodies only), `back_prop` (None; False not supported),
     `use_global_rec_step_offset` (False; True not supported), `optimize_move_layers_out` (None: the
     config key of that name, default True; see below), `cheating`, `unroll`, `debug` (no effect).
 
@@ -335,7 +339,8 @@ class RecLayer(LoopUnit, BuiltinUnit, LayerBase):
                              option="initial_state")
 
     def _notice_ignored_options(self) -> None:
-        for key, default in _IGNORED.items():
+        ignored = _IGNORED if isinstance(self.opts["unit"], dict) else dict(_IGNORED, **_IGNORED_BUILTIN)
+        for key, default in ignored.items():
             if self.opts[key] != default:
                 self.network.notices.append(f"layer '{self.name}': option '{key}' has no effect in netcompiler; "
                                             f"ignored")

@@ -28,7 +28,8 @@ USED_KEYS = frozenset({
     "tf_log_dir", "cleanup_old_models", "train_epoch_split", "newbob_error_threshold", "momentum",
     "optimizer_epsilon", "learning_rates", "newbob_relative_error_div_by_old", "gradient_clip_norm", "adagrad",
     "adadelta", "rmsprop", "optimize_move_layers_out", "search_output_layer", "search_data", "search_do_eval",
-    "search_output_file", "search_output_file_format", "gradient_noise",
+    "search_output_file", "search_output_file_format", "gradient_noise", "gradient_nan_inf_filter",
+    "maximize_grad_norm",
 })
 
 # RETURNN settings that are accepted but have no effect here (yet).
@@ -39,6 +40,7 @@ RETURNN_KEYS_NOT_USED = frozenset({
     "save_interval_n_step", "max_seq_length_eval", "use_learning_rate_control_always", "pretrain",
     "behavior_version", "log_file", "target", "config",
     "nadam_opts", "adam_opts", "decouple_constraints", "accum_grad_multiple_step_sorted", "use_last_best_model",
+    "debug_add_check_numerics_ops", "search_train_network_layers",
 })
 
 _PRIVATE_PREFIXES = ("_",)

@@ -204,15 +204,19 @@ class Network:
         return layer
 
     def _default_n_out_from_target(self, name: str, cls: type, opts: Dict[str, Any]) -> None:
-        """As in RETURNN: a layer with a loss and no 'n_out' gets the target's number of classes
-        (plus one, the blank, for ctc)."""
-        if not opts.get("loss") or opts.get("n_out") is not None or opts.get("out_dim") is not None:
+        """As in RETURNN: a layer with a 'target' (with or without a loss) and no 'n_out' gets the target's
+        number of classes (plus one, the blank, for ctc). A rec layer whose unit is a network dict and that has no
+        loss takes its size from the unit's 'output' (its target may only give the loop's length)."""
+        if not (opts.get("target") or opts.get("loss")) or opts.get("n_out") is not None \
+                or opts.get("out_dim") is not None:
+            return
+        if isinstance(opts.get("unit"), dict) and not opts.get("loss"):
             return
         if not any("n_out" in klass.__dict__.get("options", {}) for klass in cls.__mro__):
             return  # the class does not define its output size by n_out
         dim = self.get_layer(target_reference(opts.get("target"), self.path(name)), name, "target").output.dim
         if dim is not None:
-            opts["n_out"] = dim + (1 if opts["loss"] == "ctc" else 0)
+            opts["n_out"] = dim + (1 if opts.get("loss") == "ctc" else 0)
 
     def _attach_loss(self, layer: LayerBase) -> None:
         """Resolves the loss and its target, and checks them against the output template."""

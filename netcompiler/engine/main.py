@@ -190,7 +190,7 @@ class Session:
     def train(self) -> None:
         from .checkpoints import CheckpointManager
         from .learning_rate import LearningRateControl
-        from .optimizers import clip_gradients_fn, make_optimizer, set_learning_rate
+        from .optimizers import clip_gradients_fn, make_optimizer, maximize_grad_norm, set_learning_rate
         from .batching import positive_int_setting
         from .trainer import Trainer, format_duration, format_scores
 
@@ -202,7 +202,7 @@ class Session:
         optimizer = make_optimizer(values)
         trainer = Trainer(self.model, optimizer, self.batching(), clip_gradients_fn(values),
                           stop_on_nonfinite=bool(self.config.get("stop_on_nonfinite_train_score", True)),
-                          log=self.log)
+                          log=self.log, maximize_grad_norm=maximize_grad_norm(values))
         train_data = self.dataset("train")  # mistakes in the datasets are found before the lock makes the folder
         dev_data = self.dataset("dev", required=False)
         self.lock_model("train")

@@ -21,6 +21,9 @@ Where a class has an epsilon and none is given, RETURNN's default
 The learning rate is a variable of the optimizer: `set_learning_rate` changes
 it between epochs without retracing the train step.
 
+``maximize_grad_norm = F`` (`maximize_grad_norm`; the trainer does it): each gradient gets the gradient of
+-F * (the global norm of all gradients) added first, as in RETURNN.
+
 Gradient noise (`add_gradient_noise`), before any clipping, as RETURNN's updater does:
 
 * ``gradient_noise = S``: truncated normal noise (mean 0, stddev S) added to every gradient entry (a sparse
@@ -35,6 +38,9 @@ Gradient clipping (`clip_gradients`), applied in this order, like RETURNN:
   gradients as they came, before the clipping above.
 
 A value of 0 (or no key) switches a kind of clipping off.
+
+Then, with ``gradient_nan_inf_filter = True`` (`filter_nan_inf`), every NaN or +-inf entry of a gradient
+is replaced by 0, after the clipping, as in RETURNN's updater.
 """
 
 from __future__ import annotations
@@ -252,15 +258,55 @@ def add_gradient_noise(grads: Sequence[Any], stddev: float) -> List[Any]:
     return result
 
 
+def nan_inf_filter(config: Any) -> bool:
+    """Whether the config asks to replace NaN/inf gradient entries by 0 (`gradient_nan_inf_filter`)."""
+    value = _get(config, "gradient_nan_inf_filter", False)
+    if value is None:
+        return False
+    if not isinstance(value, (bool, int)) or isinstance(value, int) and value not in (0, 1):
+        raise InvalidOptionError(f"expected True or False, got {value!r}",
+                                 subject="config key 'gradient_nan_inf_filter'")
+    return bool(value)
+
+
+def filter_nan_inf(grads: Sequence[Any]) -> List[Any]:
+    """Each gradient with its NaN and +-inf entries set to 0 (None entries stay None)."""
+    def finite(values):
+        return tf.where(tf.math.is_finite(values), values, tf.zeros_like(values))
+    result = []
+    for grad in grads:
+        if isinstance(grad, tf.IndexedSlices):
+            grad = tf.IndexedSlices(finite(grad.values), grad.indices, grad.dense_shape)
+        elif grad is not None:
+            grad = finite(grad)
+        result.append(grad)
+    return result
+
+
+def maximize_grad_norm(config: Any) -> float:
+    """RETURNN's `maximize_grad_norm` factor f (0: off): the trainer adds the gradient of -f * (the global norm
+    of the gradients) to the gradients, before noise and clipping."""
+    value = _get(config, "maximize_grad_norm", 0.0)
+    return _number("config key 'maximize_grad_norm'", 0.0 if value is None else value)
+
+
 def clip_gradients_fn(config: Any) -> Optional[Callable[[Sequence[Any]], List[Any]]]:
-    """`grads -> noisy, clipped grads` for the config (checked now), or None when it asks for neither."""
+    """`grads -> noisy, clipped, filtered grads` for the config (checked now), or None when it asks for none
+    of these."""
     clip = gradient_clipping(config)
     noise = gradient_noise(config)
-    if not noise:
-        return (lambda grads: clip_gradients(grads, clip)) if any(clip.values()) else None
-    return lambda grads: clip_gradients(add_gradient_noise(grads, noise), clip)
+    nan_inf = nan_inf_filter(config)
+    if not noise and not nan_inf and not any(clip.values()):
+        return None
+
+    def process(grads):
+        if noise:
+            grads = add_gradient_noise(grads, noise)
+        grads = clip_gradients(grads, clip)
+        return filter_nan_inf(grads) if nan_inf else grads
+    return process
 
 
-__all__ = ["OPTIMIZER_CLASSES", "add_gradient_noise", "clip_gradients", "clip_gradients_fn", "gradient_clipping",
-           "gradient_noise", "make_optimizer",
+__all__ = ["OPTIMIZER_CLASSES", "add_gradient_noise", "clip_gradients", "clip_gradients_fn", "filter_nan_inf",
+           "gradient_clipping", "gradient_noise", "make_optimizer", "maximize_grad_norm", "nan_inf_filter",
            "optimizer_spec", "set_learning_rate"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 import sys
 from dataclasses import dataclass, field
@@ -44,8 +45,9 @@ class Trainer:
     """
 
     def __init__(self, model: CompiledNetwork, optimizer, batching: Optional[BatchSettings], clip_gradients=None,
-                 stop_on_nonfinite: bool = True, log=sys.stdout):
+                 stop_on_nonfinite: bool = True, log=sys.stdout, maximize_grad_norm: float = 0.0):
         self.model = model
+        self.maximize_grad_norm = maximize_grad_norm  # RETURNN's setting: see `_gradients`
         self.optimizer = optimizer
         self.batching = batching
         self.clip_gradients = clip_gradients
@@ -62,13 +64,25 @@ class Trainer:
         return {v.name: (v.loss_sum, v.error_sum if v.error_sum is not None else tf.constant(0.0), v.num_frames)
                 for v in losses}
 
+    def _gradients(self, inputs, lengths, variables):
+        """(losses, objective, gradients). With `maximize_grad_norm` = f, as in RETURNN, each gradient also gets
+        the gradient of -f * (the global norm of the gradients), a second-order term."""
+        with (tf.GradientTape() if self.maximize_grad_norm else contextlib.nullcontext()) as outer:
+            with tf.GradientTape() as tape:
+                ctx = self.model.forward(inputs, lengths, training=True)
+                losses = self.model.losses(ctx)
+                objective = self.model.objective(losses, ctx)
+            grads = tape.gradient(objective, variables)
+            if not self.maximize_grad_norm:
+                return losses, objective, grads
+            penalty = tf.linalg.global_norm([g for g in grads if g is not None]) * -self.maximize_grad_norm
+        extra = outer.gradient(penalty, variables)
+        return losses, objective, [g if g is None or e is None else tf.convert_to_tensor(g) + e
+                                   for g, e in zip(grads, extra)]
+
     def _train_step(self, inputs, lengths):
         variables = self.model.trainable_params
-        with tf.GradientTape() as tape:
-            ctx = self.model.forward(inputs, lengths, training=True)
-            losses = self.model.losses(ctx)
-            objective = self.model.objective(losses, ctx)
-        grads = tape.gradient(objective, variables)
+        losses, objective, grads = self._gradients(inputs, lengths, variables)
         if self.clip_gradients is not None:
             grads = self.clip_gradients(grads)
         finite = tf.math.is_finite(objective)
