@@ -322,7 +322,11 @@ class Session:
             check_search_output(output_file, file_format)
         path = self._restore_for_inference("search")
         target = layer.opts.get("target") or "classes"
-        do_eval = bool(get("search_do_eval", True)) and target in dataset.data_keys()
+        do_eval = bool(get("search_do_eval", True))
+        if do_eval and target not in dataset.data_keys():
+            print(f"notice: search_do_eval: '{key}' has no data '{target}' (the target of layer '{layer.name}'); "
+                  f"no error is computed", file=sys.stderr)
+            do_eval = False
         result = run_search(self.model, dataset, layer, self.batching(), target_key=target, do_eval=do_eval)
         line = f"search of '{key}' with the parameters of {path}: {len(result.hyps)} sequences"
         if do_eval:
