@@ -16,7 +16,7 @@ from netcompiler.emit.loop_runner import LoopPlan, SearchPlan, run_loop
 from netcompiler.errors import ConfigError, InvalidOptionError, MissingOptionError
 from netcompiler.layer_base import LayerBase
 from netcompiler.loop_body import LoopBody
-from netcompiler.loop_move_out import moved_values
+from netcompiler.loop_move_out import after_function, collected, moved_values
 from netcompiler.references import DATA, PREV, parse_reference, target_reference
 from netcompiler.tensor import FEATURE, SPATIAL, Data, Dim, batch_dim
 
@@ -359,15 +359,17 @@ class LoopUnit:
         if self.backwards():
             frames = {key: rf.reverse_sequence(value, axis=self.loop_dim()) for key, value in frames.items()}
         until_end = self.runs_until_end()
+        initial_prev = {path: self._initial_output(path, layer.output, inputs)
+                        for path, layer in body.prev_layers.items()}
+        move = not self.searches()
         return LoopPlan(
-            body=body, time=self.loop_dim(), frames=frames,
-            initial_prev={path: self._initial_output(path, layer.output, inputs)
-                          for path, layer in body.prev_layers.items()},
-            collect={name: body.get_layer(name, None, "from") for name in names},
+            body=body, time=self.loop_dim(), frames=frames, initial_prev=initial_prev,
+            collect={name: body.get_layer(name, None, "from") for name in (collected(self, names) if move else names)},
             end=body.layers["end"] if until_end else None,
             max_len=self._max_seq_len_value(inputs) if until_end else None,
             search=self._search_plan(), name=self.name,
-            moved=moved_values(self, inputs, frames) if not self.searches() else {})
+            moved=moved_values(self, inputs, frames, initial_prev) if move else {},
+            after=after_function(self, inputs, frames) if move else None)
 
     def _max_seq_len_value(self, inputs):
         """The bound of a loop of unknown length (an int or a scalar Tensor), None without max_seq_len."""

@@ -21,6 +21,8 @@ def layer_record(layer) -> Dict[str, Any]:
     plan = loop_plan_of(layer)
     if plan is not None:
         record["moved_out_of_loop"], record["inside_loop"] = plan.moved, plan.inside
+        if plan.after:
+            record["after_loop"] = plan.after
     if getattr(layer, "loss", None) is not None:
         record["loss"] = layer.loss.loss_class
         # a loss without a target (as_is, ...) has none to name

@@ -82,7 +82,7 @@ def outputs_and_gradients(net, training=False):
         values = {"rnn": ctx.value(rec).raw}
         values.update({f"rnn/{name}": ctx.value(layer).raw for name, layer in rec.accumulated.items()})
         total = sum(tf.reduce_sum(v * tf.cos(tf.reshape(tf.range(tf.size(v), dtype=v.dtype), tf.shape(v))))
-                    for v in values.values())
+                    for v in values.values() if v.dtype.is_floating)  # (a choice's labels: int)
     names = sorted(model.params)
     grads = tape.gradient(total, [model.params[n] for n in names] + [x])
     return {k: v.numpy() for k, v in values.items()}, dict(zip(names + ["input"], grads))
@@ -215,6 +215,191 @@ def test_moved_layers_give_the_same_outputs_and_gradients_on_torch(case):
         grads = torch.autograd.grad((y * torch.cos(torch.arange(y.numel()).reshape(y.shape))).sum(),
                                     [model.params[n] for n in names], allow_unused=True)
         results.append([y.detach().numpy()] + [None if g is None else g.numpy() for g in grads])
+    for got, want in zip(*results):
+        assert (got is None) == (want is None)
+        if want is not None:
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+# --- teacher-forced choices, "prev:" of moved layers, layers after the loop ------------------------------------
+def decoder_unit(**output_prob):
+    """A decoder over the target "classes": the embedding of the previous label, a recurrent state over it, a
+    readout and a softmax over the classes (with `output_prob`'s extra options) and the choice of the label."""
+    return {"embed": lin(3, "prev:output"),
+            "state": lin(5, ["embed", "base:summary", "prev:state"], activation="tanh"),
+            "readout": lin(4, ["state", "embed"], activation="tanh"),
+            "output_prob": {"class": "softmax", "n_out": 4, "from": "readout", **output_prob},
+            "output": {"class": "choice", "from": "output_prob", "target": "classes", "beam_size": 2}}
+
+
+DECODER_CASES = {
+    # unit, moved, after the loop
+    "choice-and-prev-embedding": ({**decoder_unit(), "state_out": lin(2, "state", is_output_layer=True)},
+                                  ["output", "embed"], ["readout", "output_prob", "state_out"]),
+    "readout-softmax-with-a-loss": (decoder_unit(target="classes", loss="ce"),
+                                    ["output", "embed"], ["readout", "output_prob"]),
+    "initial-output-one": ({**decoder_unit(), "output": {**decoder_unit()["output"], "initial_output": 1},
+                            "state_out": lin(2, "state", is_output_layer=True)},
+                           ["output", "embed"], ["readout", "output_prob", "state_out"]),
+}
+
+
+def decoder_network(unit, move):
+    """A rec layer over the target's frames (no input) that reads the input's mean ("base:summary")."""
+    rec = {"class": "rec", "from": [], "target": "classes", "unit": unit, "optimize_move_layers_out": move}
+    return build_from_dict({"summary": {"class": "reduce", "mode": "mean", "axis": "T", "from": "data"},
+                            "rnn": rec, "output": {"class": "copy", "from": "rnn"}}, EXTERN)
+
+
+def loss_and_gradients(net, model=None):
+    model = model or CompiledNetwork(net)
+    x = tf.constant(X)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        ctx = model.forward({"data": x, "classes": IDS}, {"data": LENGTHS, "classes": LENGTHS}, training=True)
+        losses = model.losses(ctx)
+        total = model.objective(losses, ctx)
+    names = sorted(model.params)
+    grads = tape.gradient(total, [model.params[n] for n in names] + [x])
+    return total.numpy(), dict(zip(names + ["input"], grads))
+
+
+def assert_same_gradients(got, want):
+    assert sorted(got) == sorted(want)
+    for name in want:
+        g, w = (None if v is None else tf.convert_to_tensor(v).numpy() for v in (got[name], want[name]))
+        assert (g is None) == (w is None), name
+        if w is not None:
+            np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5, err_msg=f"gradient of {name}")
+
+
+@pytest.mark.parametrize("case", sorted(DECODER_CASES))
+def test_a_decoder_in_training_moves_its_choice_embedding_and_readout(case):
+    unit, moved, after = DECODER_CASES[case]
+    nets = {move: decoder_network(unit, move) for move in (True, False)}
+    plan = move_out_plan(nets[True].layers["rnn"])
+    assert (plan.moved, plan.after) == (moved, after)
+    assert "state" in plan.inside and "state" in plan.stacked
+    assert move_out_plan(nets[False].layers["rnn"]).after == []
+    for training in (False, True):
+        (out_moved, grad_moved), (out_inside, grad_inside) = (outputs_and_gradients(nets[m], training)
+                                                              for m in (True, False))
+        assert sorted(out_moved) == sorted(out_inside)
+        for name in out_inside:
+            np.testing.assert_allclose(out_moved[name], out_inside[name], rtol=1e-5, atol=1e-5, err_msg=name)
+            assert np.all(out_moved[name][1, 2:] == 0) and np.all(out_moved[name][2, 5:] == 0), name
+        assert_same_gradients(grad_moved, grad_inside)
+    if "loss" in unit["output_prob"]:
+        (loss_moved, grad_moved), (loss_inside, grad_inside) = (loss_and_gradients(nets[m]) for m in (True, False))
+        np.testing.assert_allclose(loss_moved, loss_inside, rtol=1e-5)
+        assert_same_gradients(grad_moved, grad_inside)
+
+
+def test_the_choice_moved_out_is_the_target_and_prev_output_the_target_shifted():
+    net = decoder_network(decoder_unit(), True)
+    ctx = CompiledNetwork(net).forward({"data": X, "classes": IDS}, {"data": LENGTHS, "classes": LENGTHS},
+                                       training=True)
+    out = ctx.value(net.layers["rnn"]).raw.numpy()
+    mask = np.arange(7)[None, :] < LENGTHS[:, None]
+    np.testing.assert_array_equal(out, np.where(mask, IDS, 0))
+
+
+def test_the_parameters_do_not_change_with_layers_after_the_loop():
+    unit, _, _ = DECODER_CASES["readout-softmax-with-a-loss"]
+    params = [[(name, tuple(spec.sizes)) for name, _, spec in decoder_network(unit, move).all_params()]
+              for move in (True, False)]
+    assert params[0] == params[1] and ("rnn/rec/readout/W", (8, 4)) in params[0]
+
+
+@pytest.mark.parametrize("unit, why", [
+    ({**decoder_unit(), "state": lin(5, ["embed", "base:summary", "prev:state", "prev:readout"], activation="tanh")},
+     "the readout is read through prev: by the state"),
+    ({**decoder_unit(),
+      "gate": lin(5, ["readout", "prev:gate"], is_output_layer=True)}, "the readout is read by a recurrent layer"),
+])
+def test_layers_that_a_step_reads_do_not_run_after_the_loop(unit, why):
+    plan = move_out_plan(decoder_network(unit, True).layers["rnn"])
+    assert "readout" in plan.inside and "readout" not in plan.after, why
+    assert "output_prob" in plan.after
+
+
+def attention_copy(move, search=False):
+    from netcompiler.config import load_config
+    config = load_config("configs/attention-copy.py")
+    config.values["optimize_move_layers_out"] = move
+    return build_network(config, search=search)
+
+
+def test_attention_copy_moves_the_choice_embedding_readout_and_softmax():
+    plan = move_out_plan(attention_copy(True).layers["output"])
+    assert plan.moved == ["output", "target_embed"]
+    assert plan.after == ["readout", "output_prob"]
+    assert plan.stacked == ["state", "att"]
+    assert "state" in plan.inside and "att" in plan.inside
+
+
+def test_attention_copy_loss_and_gradients_are_the_same_with_and_without_moving_out():
+    rng = np.random.RandomState(3)
+    lengths = np.array([6, 2, 4], "int32")
+    ids = rng.randint(0, 10, size=(3, 6)).astype("int32") * (np.arange(6)[None, :] < lengths[:, None])
+    results = []
+    for move in (True, False):
+        net = attention_copy(move)
+        tf.random.set_seed(0)
+        model = CompiledNetwork(net)
+        if results:  # the same parameter values on both sides
+            for name, var in model.params.items():
+                var.assign(results[0][2][name])
+        with tf.GradientTape() as tape:
+            ctx = model.forward({"data": ids, "classes": ids}, {"data": lengths, "classes": lengths}, training=True)
+            total = model.objective(model.losses(ctx), ctx)
+        names = sorted(model.params)
+        grads = dict(zip(names, tape.gradient(total, [model.params[n] for n in names])))
+        results.append((total.numpy(), grads, {n: v.numpy() for n, v in model.params.items()}))
+    np.testing.assert_allclose(results[0][0], results[1][0], rtol=1e-5)
+    assert_same_gradients(results[0][1], results[1][1])
+
+
+def test_nothing_moves_out_of_attention_copy_in_search():
+    plan = move_out_plan(attention_copy(True, search=True).layers["output"])
+    assert plan.moved == [] and plan.after == [] and plan.network is None
+
+
+def test_dump_net_says_what_runs_after_the_loop(capsys):
+    assert dump_net_main(["configs/attention-copy.py"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("output ") and " rec " in line)
+    assert lines[at + 1].strip() == ("moved out of the loop: output, target_embed; after the loop: readout, "
+                                     "output_prob; inside: state, query, energy_in, energy_tanh, energy, "
+                                     "att_weights, att")
+
+
+def test_a_layer_reading_a_value_that_grows_step_by_step_stays_in_the_loop():
+    from netcompiler.tensor import Dim, SPATIAL
+    history = Dim(None, SPATIAL, "history")
+    unit = {"key": lin(4, "data:source"),
+            "history": {"class": "cum_concat", "from": "key", "out_spatial_dim": history},
+            "output": {"class": "reduce", "mode": "max", "axes": "stag:history", "from": "history"},
+            "last": lin(2, "output", is_output_layer=True)}
+    plan = move_out_plan(network(unit, True).layers["rnn"])
+    assert plan.moved == ["key"]
+    assert "output" in plan.inside and plan.after == ["last"] and plan.stacked == ["output"]
+
+
+def test_a_decoder_with_layers_after_the_loop_on_torch():
+    torch = pytest.importorskip("torch")
+    unit = DECODER_CASES["choice-and-prev-embedding"][0]
+    results = []
+    for move in (True, False):
+        net = decoder_network(unit, move)
+        model = CompiledNetwork(net, backend="torch")
+        ctx = model.forward({"data": X, "classes": IDS}, {"data": LENGTHS, "classes": LENGTHS}, training=False)
+        labels = ctx.value(net.layers["rnn"]).raw
+        y = ctx.value(net.layers["rnn"].accumulated["state_out"]).raw
+        names = sorted(model.params)
+        grads = torch.autograd.grad((y * torch.cos(torch.arange(y.numel()).reshape(y.shape))).sum(),
+                                    [model.params[n] for n in names], allow_unused=True)
+        results.append([labels.numpy(), y.detach().numpy()] + [None if g is None else g.numpy() for g in grads])
     for got, want in zip(*results):
         assert (got is None) == (want is None)
         if want is not None:

@@ -21,7 +21,7 @@ the step before as `inputs.step_state` and sets the new one with
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Union
+from typing import Any, Callable, Dict, List, Optional, Union
 
 from .. import frontend as rf
 from ..errors import TemplateMismatchError
@@ -62,6 +62,9 @@ class LoopPlan:
     moved: Dict[str, Tensor] = field(default_factory=dict)
     """Name of a body layer -> its values of all steps (with `time`), computed outside the loop: in a step, the
     layer's value is their frame; stacked over the loop, they are used as they are."""
+    after: Optional[Callable[[Dict[str, Tensor]], Dict[str, Tensor]]] = None
+    """Computes layers of the body once after the loop: from the stacked values (of `collect`, by name) to theirs
+    over all steps (by name; masked past each sequence's end like the stacked ones)."""
 
 
 def run_loop(ctx: EmitContext, plan: LoopPlan) -> Dict[str, Tensor]:
@@ -181,6 +184,8 @@ class _LoopRun:
             self.ctx.run.set_size(time, final["lengths"])
         out = {name: rf.masked(value, [time], 0) for name, value in stacks.items()}
         out.update({name: rf.masked(plan.moved[name], [time], 0) for name in plan.collect if name in plan.moved})
+        if plan.after is not None and not self.searching:
+            out.update({name: rf.masked(value, [time], 0) for name, value in plan.after(out).items()})
         return out
 
     def _best_hypotheses(self, final: Dict[str, Any], stacks: Dict[str, Tensor]) -> Dict[str, Tensor]:
