@@ -214,8 +214,16 @@ class CoreOps:
 
     @classmethod
     def softmax_raw(cls, raw: Any, axis: int, log: bool) -> Any:
-        fn = tf.nn.log_softmax if log else tf.nn.softmax
-        return fn(raw, axis=axis)
+        rank = raw.shape.rank
+        if rank is None or axis % rank == rank - 1:
+            return (tf.nn.log_softmax if log else tf.nn.softmax)(raw, axis=axis)
+        # over another axis tf.nn.softmax swaps it to the end with a permutation computed at run time (about ten
+        # ops, in every step of a loop); written out, it is five
+        shifted = raw - tf.stop_gradient(tf.reduce_max(raw, axis=axis, keepdims=True))
+        if log:
+            return shifted - tf.math.log(tf.reduce_sum(tf.exp(shifted), axis=axis, keepdims=True))
+        exp = tf.exp(shifted)
+        return exp / tf.reduce_sum(exp, axis=axis, keepdims=True)
 
     @classmethod
     def cumsum_raw(cls, raw: Any, axis: int, reverse: bool) -> Any:
