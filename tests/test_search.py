@@ -148,3 +148,29 @@ def test_choice_option_errors_name_the_option(option, value, needle):
     with pytest.raises(ConfigError) as info:
         build(beam=value if option == "beam_size" else 2, **({} if option == "beam_size" else {option: value}))
     assert needle in str(info.value) and "dec/output" in str(info.value)
+
+
+def test_search_over_the_frames_of_an_input_is_greedy_with_beam_one():
+    """A loop with an input (a transducer-like decoder) searches over the input's frames, no 'end' needed."""
+    net = {"dec": {"class": "rec", "from": "data", "unit": {
+        "emb": {"class": "linear", "activation": None, "with_bias": False, "n_out": 3, "from": "prev:output"},
+        "prob": {"class": "softmax", "n_out": V, "from": ["emb", "data:source"]},
+        "output": {"class": "choice", "beam_size": 1, "target": "classes", "from": "prob"}}},
+        "decision": {"class": "decide", "from": "dec", "is_output_layer": True}}
+    network = build_network(Config({"network": net, "extern_data": EXTERN}), search=True)
+    model = CompiledNetwork(network, seed=1)
+    rng = np.random.RandomState(0)
+    for name in sorted(model.params):
+        model.params[name].assign(rng.randn(*model.params[name].shape).astype("float32") * 2)
+    x, lengths = rng.randn(2, 5, 3).astype("float32"), np.array([5, 3], "int32")
+    ctx = model.forward({"data": x}, {"data": lengths}, training=False, emit_all=False)
+    out = ctx.value(network.layers["decision"]).raw.numpy()
+    assert ctx.run.size(network.layers["dec"].output.time_dim).raw.numpy().tolist() == [5, 3]
+    p = {name: var.numpy() for name, var in model.params.items()}
+    for b, n in enumerate(lengths):
+        prev, greedy = 0, []
+        for t in range(n):
+            logits = np.concatenate([p["dec/rec/emb/W"][prev], x[b, t]]) @ p["dec/rec/prob/W"] + p["dec/rec/prob/b"]
+            prev = int(np.argmax(logits))
+            greedy.append(prev)
+        assert out[b, :n].tolist() == greedy
