@@ -132,6 +132,24 @@ class DataFileError(NetcompilerError):
         super().__init__(f"data file '{self.path}': {problem}")
 
 
+class DataContentError(DataFileError):
+    """A sequence's data cannot be right: a class index outside [0, dim), a NaN or inf in features.
+
+    Names the file (or the dataset, if it has no file), the sequence (index and tag), the data key and what
+    is wrong, with a suggestion. Raised where the sequence is read, before it reaches the network.
+    """
+
+    def __init__(self, source: str, problem: str, suggestion: Optional[str] = None):
+        self.source = str(source)
+        self.suggestion = suggestion
+        DataFileError.__init__(self, self.source, problem)
+        self.args = (str(self),)
+
+    def __str__(self) -> str:
+        text = f"{self.source}: {self.problem}"
+        return f"{text} -- {self.suggestion}" if self.suggestion else text
+
+
 class CheckpointError(NetcompilerError):
     """A checkpoint cannot be found or read."""
 

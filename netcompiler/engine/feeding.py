@@ -6,7 +6,7 @@ from typing import Iterable
 
 import tensorflow as tf
 
-from ..errors import ConfigError
+from ..errors import ConfigError, NetcompilerError
 from .batching import BatchSettings, iterate_batches
 
 
@@ -17,14 +17,39 @@ def batch_stream(dataset, keys: Iterable[str], settings: BatchSettings):
         yield {key: batch.data[key] for key in keys}, {key: batch.lengths[key] for key in keys if key in batch.lengths}
 
 
-def tf_batches(dataset, signature, settings: BatchSettings) -> tf.data.Dataset:
-    """The current epoch's batches as a `tf.data.Dataset` that prepares the next batches while the step runs."""
+class _Feed:
+    """Iterable over a prefetching `tf.data` pipeline of the epoch's batches.
+
+    A NetcompilerError while reading (a bad sequence, a damaged file) must reach the user as itself, not as
+    a TensorFlow error with a Python traceback inside: the generator keeps it and ends the stream, and the
+    iteration raises it after the batches before it. The batch with the bad sequence is never made.
+    """
+
+    def __init__(self, dataset, signature, settings: BatchSettings):
+        self.dataset, self.signature, self.settings = dataset, signature, settings
+        self.error = None
+
+    def _generate(self):
+        try:
+            yield from batch_stream(self.dataset, self.signature[0], self.settings)
+        except NetcompilerError as exc:
+            self.error = exc
+
+    def __iter__(self):
+        self.error = None
+        stream = tf.data.Dataset.from_generator(self._generate, output_signature=self.signature)
+        yield from stream.prefetch(tf.data.AUTOTUNE)
+        if self.error is not None:
+            raise self.error
+
+
+def tf_batches(dataset, signature, settings: BatchSettings) -> _Feed:
+    """The current epoch's batches via a `tf.data` pipeline that prepares the next batches while the step runs;
+    iterate it once per epoch. Data errors found while reading are raised as themselves (see `_Feed`)."""
     input_spec, length_spec = signature
     missing = [key for key in input_spec if key not in dataset.data_keys()]
     if missing:
         raise ConfigError(f"the network reads {', '.join(missing)}, which the dataset does not provide "
                           f"(it has: {', '.join(dataset.data_keys())})", subject=f"dataset '{dataset.name}'",
                           suggestion="check extern_data against the dataset's keys")
-    generator = lambda: batch_stream(dataset, input_spec, settings)  # noqa: E731
-    stream = tf.data.Dataset.from_generator(generator, output_signature=(input_spec, length_spec))
-    return stream.prefetch(tf.data.AUTOTUNE)
+    return _Feed(dataset, (input_spec, length_spec), settings)

@@ -179,7 +179,10 @@ class Session:
             return None
         if isinstance(opts, dict) and key == "train" and "seq_ordering" not in opts and self.config.get("batching"):
             opts = dict(opts, seq_ordering=self.config.get("batching"))
-        return make_dataset(opts, key)
+        dataset = make_dataset(opts, key)
+        # class indices are checked against the network's dims (extern_data), which is what TF indexes with
+        dataset.expect_dims({k: d.dim for k, d in self.model.network.extern_data.items() if d.sparse})
+        return dataset
 
     def loss_names(self):
         layers = self.model.loss_layers()

@@ -29,6 +29,7 @@ from typing import Any, Callable, ClassVar, Dict, List, Mapping, Optional, Seque
 import numpy as np
 
 from netcompiler.errors import (
+    DataContentError,
     InvalidOptionError,
     MissingOptionError,
     UnknownOptionError,
@@ -196,6 +197,10 @@ class Dataset:
         self.labels: Dict[str, List[str]] = {}
         self.epoch: Optional[int] = None
         self._order: Optional[np.ndarray] = None
+        # Class counts the network declares for sparse keys (extern_data); they override data_spec()'s dims
+        # in the per-sequence check (see `check_seq`). Set by the engine with `expect_dims`.
+        self.expected_dims: Dict[str, int] = {}
+        self._checked: set = set()  # corpus indices whose data passed `check_seq`
 
     # -- options ------------------------------------------------------------
 
@@ -283,6 +288,64 @@ class Dataset:
     def _prepare_epoch(self, epoch: int) -> None:
         """Hook called by `init_epoch` before the order is computed."""
 
+    def _corpus_seq_source(self, corpus_index: int) -> Tuple[str, str]:
+        """(where the sequence comes from, how it is numbered there) for error messages; files override this."""
+        return self.subject, f"sequence {corpus_index}"
+
+    # -- checking the data ----------------------------------------------------------
+
+    def expect_dims(self, dims: Mapping[str, Optional[int]]) -> None:
+        """The numbers of classes the network declares for sparse data keys (its extern_data)."""
+        self.expected_dims = {str(k): int(v) for k, v in dims.items() if v is not None}
+        self._checked.clear()
+
+    def check_seq(self, corpus_index: int, arrays: Mapping[str, np.ndarray]) -> None:
+        """DataContentError if a sparse key has a class index < 0 or >= its dim (the network's extern_data dim
+        if known, else the dataset's), or a float key has a NaN or inf. One NumPy pass per array."""
+        spec = self.data_spec()
+        for key, array in arrays.items():
+            key_spec = spec.get(key)
+            array = np.asarray(array)
+            if key_spec is None or array.size == 0:
+                continue
+            if array.dtype.kind in "iu" and key_spec.sparse:
+                dim = self.expected_dims.get(key, key_spec.dim)
+                low, high = array.min(), array.max()
+                if low < 0:
+                    self._bad_data(corpus_index, key, array < 0, array,
+                                   lambda v, f: f"negative class index {v} at frame {f} of data key '{key}'")
+                if dim is not None and high >= dim:
+                    self._bad_data(corpus_index, key, array >= dim, array,
+                                   lambda v, f: f"class index {v} at frame {f} >= dim {dim} of data key '{key}'")
+            elif array.dtype.kind in "fc":
+                finite = np.isfinite(array)
+                if not finite.all():
+                    self._bad_data(corpus_index, key, ~finite, array,
+                                   lambda v, f: f"{'NaN' if np.isnan(v) else v} in features of data key '{key}' "
+                                                f"at frame {f}")
+
+    def _bad_data(self, corpus_index: int, key: str, bad: np.ndarray, array: np.ndarray, describe) -> None:
+        position = np.unravel_index(int(np.argmax(bad)), bad.shape)
+        value = array[position]
+        value = value.item() if isinstance(value, np.generic) else value
+        frame = int(position[0]) if array.ndim else 0
+        count = int(bad.sum())
+        source, where = self._corpus_seq_source(corpus_index)
+        try:
+            tag = self._corpus_seq_tag(corpus_index)
+        except Exception:  # the tag is only for the message
+            tag = None
+        more = f" ({count} bad values in this sequence)" if count > 1 else ""
+        if array.dtype.kind in "iu":
+            dim = self.expected_dims.get(key, self.data_spec()[key].dim)
+            suggestion = ((f"class indices of '{key}' must be in [0, {dim}): fix the data, or if the labels are "
+                           f"right, raise the dim of '{key}' in extern_data") if dim is not None else
+                          f"class indices of '{key}' must not be negative: fix the data")
+        else:
+            suggestion = "fix or drop this sequence in the data (a lower learning_rate will not help)"
+        raise DataContentError(source, f"{where}" + (f" (tag '{tag}')" if tag is not None else "")
+                               + f": {describe(value, frame)}{more}", suggestion)
+
     # -- seeds and order ----------------------------------------------------------
 
     def random_seed(self, epoch: int, num_epochs_fixed: int = 1) -> int:
@@ -346,8 +409,13 @@ class Dataset:
         return self._corpus_seq_length(self.corpus_index(index))
 
     def get_seq(self, index: int) -> Dict[str, np.ndarray]:
-        """The arrays of the sequence at `index`, one per data key."""
-        return self._corpus_seq(self.corpus_index(index))
+        """The arrays of the sequence at `index`, one per data key (checked by `check_seq` when first read)."""
+        corpus_index = self.corpus_index(index)
+        arrays = self._corpus_seq(corpus_index)
+        if corpus_index not in self._checked:
+            self.check_seq(corpus_index, arrays)
+            self._checked.add(corpus_index)
+        return arrays
 
     def seq_tag(self, index: int) -> str:
         """The name of the sequence at `index`."""
@@ -402,6 +470,7 @@ class GeneratedDataset(Dataset):
             self._content_seed_now = seed
             self._seq_cache.clear()
             self._length_cache.clear()
+            self._checked.clear()  # new data: check them again
 
     def _rng(self, corpus_index: int) -> np.random.RandomState:
         return np.random.RandomState([self._content_seed_now, corpus_index])

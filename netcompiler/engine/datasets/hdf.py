@@ -336,3 +336,7 @@ class HDFDataset(Dataset):
     def _corpus_seq_tag(self, corpus_index: int) -> str:
         hdf_file, seq = self._locate(corpus_index)
         return hdf_file.tag(seq)
+
+    def _corpus_seq_source(self, corpus_index: int) -> Tuple[str, str]:
+        hdf_file, seq = self._locate(corpus_index)
+        return f"data file '{hdf_file.path}'", f"sequence {seq}"
