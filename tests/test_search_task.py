@@ -98,3 +98,38 @@ def test_the_attention_config_learns_to_copy_and_search_decodes_it(tmp_path):
     error = json.loads((tmp_path / "model.search_scores").read_text())["error"]
     assert error < 0.08, log
     assert len(out.read_text().splitlines()) == 200
+
+
+ENC_DEC = '''
+train = {"class": "TaskNumberBaseConvertDataset", "num_seqs": 30, "max_input_seq_len": 4}
+dev = {"class": "TaskNumberBaseConvertDataset", "num_seqs": 6, "max_input_seq_len": 4, "fixed_random_seed": 3}
+extern_data = {"data": {"sparse": True, "dim": 8}, "classes": {"sparse": True, "dim": 2}}
+network = {
+    "embed": {"class": "linear", "activation": None, "from": "data", "n_out": 8},
+    "enc": {"class": "rec", "unit": "lstm", "from": "embed", "n_out": 8},
+    "enc_last": {"class": "get_last_hidden_state", "from": "enc", "n_out": 16},
+    "output": {"class": "rec", "from": [], "target": "classes0", "max_seq_len": 20, "unit": {
+        "output_embed": {"class": "linear", "activation": None, "from": "output", "n_out": 8},
+        "s": {"class": "rec", "unit": "lstm", "from": ["prev:output_embed", "base:enc_last"], "n_out": 8},
+        "prob": {"class": "softmax", "from": "s", "target": "classes0", "loss": "ce"},
+        "output": {"class": "choice", "from": "prob", "target": "classes0", "beam_size": 3},
+        "end": {"class": "compare", "from": "output", "value": 2}}},
+    "target_with_eos_": {"class": "reinterpret_data", "from": "data:classes", "increase_sparse_dim": 1},
+    "target_with_eos": {"class": "postfix_in_time", "postfix": 2, "from": "target_with_eos_",
+                        "register_as_extern_data": "classes0"},
+}
+num_epochs = 1
+'''
+
+
+def test_search_do_eval_compares_with_a_target_registered_by_a_layer(tmp_path):
+    """RETURNN's enc-dec demo: the targets (classes0) are a layer's output, not data."""
+    config = tmp_path / "enc_dec.py"
+    config.write_text(ENC_DEC)
+    args = settings(model=f"{tmp_path}/model")
+    assert run_task(str(config), args, log=io.StringIO()) == 0
+    log = io.StringIO()
+    assert run_task(str(config), args, task="search", log=log) == 0
+    record = json.loads((tmp_path / "model.search_scores").read_text())
+    assert record["seqs"] == 6 and record["ref_labels"] > 6  # each reference ends with the postfix label
+    assert "labels of 'classes0'" in log.getvalue()

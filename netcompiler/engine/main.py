@@ -326,11 +326,15 @@ class Session:
         path = self._restore_for_inference("search")
         target = layer.opts.get("target") or "classes"
         do_eval = bool(get("search_do_eval", True))
-        if do_eval and target not in dataset.data_keys():
+        network = self.model.network
+        registered = network.registered_extern_data().get(target) if target not in dataset.data_keys() else None
+        target_layer = network.get_layer(registered, None, "target") if registered else None
+        if do_eval and target not in dataset.data_keys() and target_layer is None:
             print(f"notice: search_do_eval: '{key}' has no data '{target}' (the target of layer '{layer.name}'); "
                   f"no error is computed", file=sys.stderr)
             do_eval = False
-        result = run_search(self.model, dataset, layer, self.batching(), target_key=target, do_eval=do_eval)
+        result = run_search(self.model, dataset, layer, self.batching(), target_key=target, do_eval=do_eval,
+                            target_layer=target_layer)
         line = f"search of '{key}' with the parameters of {path}: {len(result.hyps)} sequences"
         if do_eval:
             scores = record_search_score(self.model_prefix, path, key, result)

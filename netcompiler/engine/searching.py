@@ -58,13 +58,16 @@ def search_output_layer(network, name: str):
     return layer
 
 
-def run_search(model, dataset, layer, batching, *, target_key: Optional[str], do_eval: bool) -> SearchResult:
-    """Searches every sequence of `dataset` (its current epoch) and collects the hypotheses of `layer`."""
+def run_search(model, dataset, layer, batching, *, target_key: Optional[str], do_eval: bool,
+               target_layer=None) -> SearchResult:
+    """Searches every sequence of `dataset` (its current epoch) and collects the hypotheses of `layer`. The
+    references for `do_eval` are the data `target_key`, or the values of `target_layer` (a layer registered as
+    extern data `target_key`, computed from the data)."""
     beams = bool(getattr(layer, "searches", lambda: False)())
     keys = [k for k in model.network_input_keys() if k in dataset.data_keys() and k != target_key]
     signature = model.input_signature(keys=keys)
     labels = dataset.labels.get(target_key) if target_key else None
-    if do_eval and (target_key is None or target_key not in dataset.data_keys()):
+    if do_eval and target_layer is None and (target_key is None or target_key not in dataset.data_keys()):
         raise ConfigError(f"search_do_eval needs the targets '{target_key}', which dataset '{dataset.name}' does "
                           f"not have (it has: {', '.join(dataset.data_keys())})", subject="config key 'search_do_eval'",
                           suggestion="set search_do_eval = False, or give the output layer a 'target'")
@@ -74,13 +77,12 @@ def run_search(model, dataset, layer, batching, *, target_key: Optional[str], do
         ctx = model.forward(inputs, lengths, training=False, emit_all=False)
         with ctx.run:
             value = ctx.value(layer)
+            refs = _label_sequences(ctx, target_layer) if target_layer is not None else (tf.zeros([0]),) * 2
             if beams:
                 found = ctx.search_results[layer.name]
                 values = rf.permute(found["values"]["output"], [batch_dim, found["time"]])
-                return values.raw, found["lengths"].raw, found["scores"].raw
-            out = rf.permute(value, [batch_dim, layer.output.time_dim])
-            sizes = ctx.run.size(layer.output.time_dim)
-            return out.raw, sizes.raw, tf.zeros([0])
+                return (values.raw, found["lengths"].raw, found["scores"].raw) + refs
+            return _label_sequences(ctx, layer, value) + (tf.zeros([0]),) + refs
 
     result = SearchResult()
     dataset.init_epoch(1)
@@ -89,7 +91,9 @@ def run_search(model, dataset, layer, batching, *, target_key: Optional[str], do
                                         batching.whole_sequences()):
         refs = inputs.pop(target_key, None) if target_key else None
         ref_lengths = lengths.pop(target_key, None) if target_key else None
-        values, sizes, scores = (t.numpy() for t in run(inputs, lengths))
+        values, sizes, scores, computed_refs, computed_ref_lengths = (t.numpy() for t in run(inputs, lengths))
+        if target_layer is not None:
+            refs, ref_lengths = computed_refs, computed_ref_lengths
         n_seqs = len(next(iter(lengths.values()))) if lengths else values.shape[0]
         beam = values.shape[0] // n_seqs
         for row in range(n_seqs):
@@ -105,6 +109,13 @@ def run_search(model, dataset, layer, batching, *, target_key: Optional[str], do
                 result.ref_labels += int(len(ref))
             index += 1
     return result
+
+
+def _label_sequences(ctx, layer, value=None):
+    """`layer`'s value laid out [B, T] and the sizes of T, as raw tensors."""
+    time = layer.output.time_dim
+    value = ctx.value(layer) if value is None else value
+    return rf.permute(value, [batch_dim, time]).raw, ctx.run.size(time).raw
 
 
 def _serialize(labels_seq: np.ndarray, names: Optional[List[str]]) -> str:
