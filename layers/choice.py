@@ -17,9 +17,9 @@ from netcompiler.tensor import Data, Tensor, batch_dim
 _INPUT_TYPES = ("prob", "log_prob", "regression")
 _IMPOSSIBLE = -1.0e30
 
-# Options of RETURNN's choice layer for search variants netcompiler does not implement: value that is fine.
-_UNSUPPORTED = {"random_sample_scale": 0.0, "custom_score_combine": None, "source_beam_sizes": None,
-                "scheduled_sampling": False, "cheating": False, "explicit_search_sources": None, "keep_beams": False}
+# Options of RETURNN's choice layer for search variants netcompiler does not implement (only their defaults).
+_UNSUPPORTED = ("random_sample_scale", "custom_score_combine", "source_beam_sizes", "scheduled_sampling", "cheating",
+                "explicit_search_sources", "keep_beams")
 
 
 class ChoiceLayer(LayerBase):
@@ -80,8 +80,8 @@ class ChoiceLayer(LayerBase):
         if self.opts["input_type"] not in _INPUT_TYPES:
             raise self.error(f"'input_type' {self.opts['input_type']!r} is unknown", option="input_type",
                              suggestion=f"use one of {', '.join(_INPUT_TYPES)}")
-        for key, fine in _UNSUPPORTED.items():
-            if self.opts[key] != fine:
+        for key in _UNSUPPORTED:
+            if self.opts[key] != self.options[key].default:
                 raise self.error(f"option '{key}' is not supported by netcompiler (only plain beam search is)",
                                  option=key, suggestion=f"remove '{key}'")
 

@@ -127,7 +127,7 @@ class LoopUnit:
                     f"max_seq_len = \"max_len_from('base:encoder') * 2\"")
             return
         self._max_seq_len_parts()  # checks the form
-        if self.runs_until_end() or self._has_choice():
+        if self.runs_until_end() or self._choice_dicts():
             return  # (a choice may search: then the loop runs until 'end')
         self.network.notices.append(f"layer '{self.name}': 'max_seq_len' has no effect: the loop runs over the "
                                     f"length of its {'input' if self.sources else 'target'}")
@@ -156,16 +156,16 @@ class LoopUnit:
             return False
         return self.searches() or self._length_target() is None
 
-    def _has_choice(self) -> bool:
-        return any(isinstance(d, dict) and d.get("class") == "choice" for d in self.opts["unit"].values())
+    def _choice_dicts(self) -> List[Dict[str, Any]]:
+        return [d for d in self.opts["unit"].values() if isinstance(d, dict) and d.get("class") == "choice"]
 
     def searches(self) -> bool:
         """Whether the loop runs beam search: the network is built for search and the unit has a 'choice' that
         searches (not 'search': False, not input_type 'regression')."""
         if not self.network.search:
             return False
-        return any(isinstance(d, dict) and d.get("class") == "choice" and d.get("search", True) is not False
-                   and d.get("input_type", "prob") != "regression" for d in self.opts["unit"].values())
+        return any(d.get("search", True) is not False and d.get("input_type", "prob") != "regression"
+                   for d in self._choice_dicts())
 
     def _search_plan(self) -> Optional[SearchPlan]:
         if not self.searches():

@@ -46,6 +46,12 @@ class SearchStep:
     """Set by the choice: the hypothesis (row) of the step before that each new one extends."""
     new_scores: Optional[Tensor] = None
 
+    def in_new_order(self, layer, value: Tensor) -> Tensor:
+        """`layer`'s value in the order of the new hypotheses (a value from before the choice is reordered)."""
+        if self.rows is None or id(layer) in self.after_choice:
+            return value
+        return rf.gather_batch(value, self.rows)
+
 
 class EmitContext:
     """The values of one network's layers in one forward pass (or in one step of a loop body)."""
@@ -136,11 +142,9 @@ class EmitContext:
         the order of the new hypotheses for a user after the choice."""
         value = self.value(layer)
         search = self.search
-        if search is None or search.rows is None or id(user) not in search.after_choice:
+        if search is None or id(user) not in search.after_choice or layer.network is not self.network:
             return value
-        if id(layer) in search.after_choice or layer.network is not self.network:
-            return value
-        return rf.gather_batch(value, search.rows)
+        return search.in_new_order(layer, value)
 
     def _context_of(self, network) -> "EmitContext":
         ctx = self._contexts.get(id(network))

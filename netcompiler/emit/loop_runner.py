@@ -101,11 +101,11 @@ class _LoopRun:
         state = {"i": rf.convert_to_tensor(0, dtype="int32"), "prev": dict(plan.initial_prev), "own": own}
         if self.until_end or self.searching:
             state.update(ended=rf.full([batch_dim], False, dtype="bool"), lengths=rf.zeros([batch_dim], dtype="int32"))
+        if self.searching:  # every hypothesis starts as its sequence
+            state = rf.map_tensors(lambda t: rf.tile_batch(t, self.beam), state)
+            state["scores"] = rf.initial_scores(self.beam)
         state["stacks"] = {name: rf.step_stack(layer.output) for name, layer in self.stacked.items()}
         if self.searching:
-            state = _map_tensors(lambda t: rf.tile_batch(t, self.beam), {k: v for k, v in state.items() if k != "stacks"},
-                                 ) | {"stacks": state["stacks"]}
-            state["scores"] = rf.initial_scores(self.beam)
             state["stacks"]["<rows>"] = rf.step_stack(Data("beam_rows", [batch_dim], "int32"))
         return state
 
@@ -134,7 +134,7 @@ class _LoopRun:
         def new_value(layer) -> Tensor:
             return self._in_new_order(layer, step_ctx.value(layer), search)
 
-        old = s if search is None else _map_tensors(lambda t: rf.gather_batch(t, search.rows),
+        old = s if search is None else rf.map_tensors(lambda t: rf.gather_batch(t, search.rows),
                                                     {k: s[k] for k in ("prev", "own", "ended", "lengths")})
         new = {"i": i + 1,
                "prev": {path: new_value(layer) for path, layer in self.prev_layers.items()},
@@ -161,13 +161,11 @@ class _LoopRun:
         def reorder(value: Tensor) -> Tensor:
             return self._in_new_order(layer, value, search)
 
-        return _map_tensors(reorder, state)
+        return rf.map_tensors(reorder, state)
 
-    def _in_new_order(self, layer, value: Tensor, search: Optional[SearchStep]) -> Tensor:
-        """In search: a value of a layer from before the choice, put in the order of the new hypotheses."""
-        if search is None or id(layer) in self.after_choice:
-            return value
-        return rf.gather_batch(value, search.rows)
+    @staticmethod
+    def _in_new_order(layer, value: Tensor, search: Optional[SearchStep]) -> Tensor:
+        return value if search is None else search.in_new_order(layer, value)
 
     # --- the result ---------------------------------------------------------------------------------------
     def run(self) -> Dict[str, Tensor]:
@@ -228,17 +226,6 @@ def _after_choice(body, choice) -> frozenset:
         if any(id(dep) in found for dep in layer.dependencies()):
             found.add(id(layer))
     return frozenset(found)
-
-
-def _map_tensors(fn, nest: Any) -> Any:
-    """`fn` applied to each Tensor of a nest of dicts, lists and tuples (not to be used on step stacks)."""
-    if isinstance(nest, Tensor):
-        return fn(nest)
-    if isinstance(nest, dict):
-        return {key: _map_tensors(fn, value) for key, value in nest.items()}
-    if isinstance(nest, (list, tuple)):
-        return type(nest)(_map_tensors(fn, value) for value in nest)
-    return nest
 
 
 def _new_step_states(step_ctx: EmitContext, own: Dict[str, Any]) -> Dict[str, Any]:

@@ -17,7 +17,7 @@ from .array import (
 from .beam import backtrack, beam_step, best_rows, gather_batch, initial_scores, sort_beams, tile_batch
 from .conv import conv, pool
 from .loops import (
-    assert_equal, cond, scan, step_frame, step_frames, step_stack, step_stack_stack, step_stack_write, while_loop,
+    assert_equal, cond, map_tensors, scan, step_frame, step_frames, step_stack, step_stack_stack, step_stack_write, while_loop,
     with_dependencies,
 )
 from .loss import (

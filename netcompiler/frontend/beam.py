@@ -73,13 +73,10 @@ def beam_step(log_probs: Tensor, label_dim: Dim, scores: Tensor, beam: int,
         rank = backend.combine_raw(total, "truediv", backend.expand_dims_raw(scale, 1))
     width = _times(backend, n_labels, beam)
     _, best = backend.top_k_raw(backend.reshape_raw(rank, [-1, width]), beam)  # [batch, beam]
-    labels = backend.combine_raw(best, "mod", backend.cast_raw(backend.convert_to_raw(n_labels, "int32"), "int32"))
-    from_beam = backend.combine_raw(best, "floordiv", backend.cast_raw(backend.convert_to_raw(n_labels, "int32"),
-                                                                       "int32"))
+    n_labels = backend.cast_raw(backend.convert_to_raw(n_labels, "int32"), "int32")
+    labels = backend.combine_raw(best, "mod", n_labels)
+    rows = _absolute_rows(backend, backend.combine_raw(best, "floordiv", n_labels), beam)
     new_scores = backend.gather_raw(backend.reshape_raw(total, [-1, width]), best, 1, 1)
-    n_seqs = backend.get_shape_tuple_raw(best)[0]
-    first_row = backend.combine_raw(backend.range_raw(n_seqs, "int32"), "mul", backend.convert_to_raw(beam, "int32"))
-    rows = backend.combine_raw(backend.expand_dims_raw(first_row, 1), "add", from_beam)
     flat = [backend.reshape_raw(raw, [-1]) for raw in (labels, rows, new_scores)]
     return (Tensor(Data("choice", [batch_dim], "int32", sparse_dim=label_dim), flat[0]),
             Tensor(Data("beam_rows", [batch_dim], "int32"), flat[1]),
@@ -90,9 +87,7 @@ def sort_beams(rank: Tensor, beam: int) -> Tensor:
     """The rows [batch x beam] ordered best first within each sequence by `rank` [batch] (higher is better)."""
     backend = backend_for(rank)
     _, best = backend.top_k_raw(backend.reshape_raw(rank.raw, [-1, beam]), beam)
-    n_seqs = backend.get_shape_tuple_raw(best)[0]
-    first_row = backend.combine_raw(backend.range_raw(n_seqs, "int32"), "mul", backend.convert_to_raw(beam, "int32"))
-    rows = backend.combine_raw(backend.expand_dims_raw(first_row, 1), "add", best)
+    rows = _absolute_rows(backend, best, beam)
     return Tensor(Data("beam_rows", [batch_dim], "int32"), backend.reshape_raw(rows, [-1]))
 
 
@@ -101,9 +96,19 @@ def best_rows(beam: int) -> Tensor:
     backend = backend_for()
     from .run_ctx import get_run_ctx
 
-    n = get_run_ctx().dim_value(batch_dim)
-    raw = backend.combine_raw(backend.range_raw(n, "int32"), "mul", backend.convert_to_raw(beam, "int32"))
-    return Tensor(Data("beam_rows", [batch_dim], "int32"), raw)
+    return Tensor(Data("beam_rows", [batch_dim], "int32"),
+                  _first_rows(backend, get_run_ctx().dim_value(batch_dim), beam))
+
+
+def _first_rows(backend, n_seqs: Any, beam: int) -> Any:
+    """Raw [n_seqs]: the row of each sequence's first hypothesis, 0, beam, 2*beam, ..."""
+    return backend.combine_raw(backend.range_raw(n_seqs, "int32"), "mul", backend.convert_to_raw(beam, "int32"))
+
+
+def _absolute_rows(backend, in_beam: Any, beam: int) -> Any:
+    """Raw [sequences, k] hypothesis numbers within each sequence's beam as rows of batch x beam."""
+    first = _first_rows(backend, backend.get_shape_tuple_raw(in_beam)[0], beam)
+    return backend.combine_raw(backend.expand_dims_raw(first, 1), "add", in_beam)
 
 
 def backtrack(rows_per_step: Tensor, time: Dim, steps: Tensor, final_rows: Tensor) -> Tensor:

@@ -35,6 +35,11 @@ def _pack(structure: Any, flat: List[Tensor]) -> Any:
     return build(structure)
 
 
+def map_tensors(fn: Callable[[Tensor], Tensor], nest: Any) -> Any:
+    """The nest (Tensors in dicts, lists and tuples, as loops carry them) with `fn` applied to each Tensor."""
+    return _pack(nest, [fn(t) for t in _flatten(nest)])
+
+
 def _rewrap(templates: List[Tensor], raws) -> List[Tensor]:
     return [Tensor(t.data, r) for t, r in zip(templates, raws)]
 

@@ -83,7 +83,7 @@ class RunContext:
         """The size of `dim`: an int if static, else a Tensor (batch: a scalar; others: per-sequence sizes)."""
         if dim.size is not None:
             return dim.size
-        known = self._lookup(dim)
+        known = self._inherited("sizes", dim)
         if known is not None:
             return known
         if dim.derivation is None:
@@ -100,16 +100,18 @@ class RunContext:
     def _size_or_int(self, dim: Dim):
         return self.size(dim)
 
-    def _lookup(self, dim: Dim):
-        found = self.sizes.get(dim)
+    def _inherited(self, table: str, dim: Dim):
+        """`dim`'s entry in table `table` ("sizes" or "masks") of this context or the nearest parent that has one;
+        in a beam search step, repeated per hypothesis (and kept here)."""
+        found = getattr(self, table).get(dim)
         if found is not None or self.parent is None:
             return found
-        found = self.parent._lookup(dim)
+        found = self.parent._inherited(table, dim)
         if found is not None and self.beam > 1:
             from .beam import tile_batch
 
             found = found * self.beam if dim.is_batch and not found.dims else tile_batch(found, self.beam)
-            self.sizes.set(dim, found)
+            getattr(self, table).set(dim, found)
         return found
 
     def dim_value(self, dim: Dim) -> Any:
@@ -127,7 +129,7 @@ class RunContext:
         no padding (static, or the batch). `like`: a tensor with axis `dim`, whose length the mask takes."""
         if dim.size is not None or dim.is_batch:
             return None
-        kept = self._kept_mask(dim)
+        kept = self._inherited("masks", dim)
         if kept is not None:
             return kept
         sizes = self.size(dim)
@@ -148,18 +150,6 @@ class RunContext:
         mask = self.mask(dim)
         if mask is not None:
             self.masks.set(dim, mask)
-
-    def _kept_mask(self, dim: Dim) -> Optional[Tensor]:
-        found = self.masks.get(dim)
-        if found is not None or self.parent is None:
-            return found
-        found = self.parent._kept_mask(dim)
-        if found is not None and self.beam > 1:
-            from .beam import tile_batch
-
-            found = tile_batch(found, self.beam)
-            self.masks.set(dim, found)
-        return found
 
 
 def get_run_ctx() -> RunContext:
