@@ -76,7 +76,8 @@ class ChoiceLayer(LayerBase):
     def _check_options(self) -> None:
         beam = self.opts["beam_size"]
         if isinstance(beam, bool) or beam < 1:
-            raise self.error(f"'beam_size' must be a positive int, not {beam!r}", option="beam_size")
+            raise self.error(f"'beam_size' must be a positive int, not {beam!r}", option="beam_size",
+                             suggestion="e.g. 'beam_size': 12 (1 is greedy decoding)")
         if self.opts["input_type"] not in _INPUT_TYPES:
             raise self.error(f"'input_type' {self.opts['input_type']!r} is unknown", option="input_type",
                              suggestion=f"use one of {', '.join(_INPUT_TYPES)}")
