@@ -36,9 +36,11 @@ from .reduce import (
 )
 from .rec import gru, lstm, rnn
 from .rec_cell import gru_step, lstm_step, rhn, rhn_step, rnn_step, zoneout_lstm, zoneout_lstm_step
-from .run_ctx import RunContext, SizeTable, current_run_ctx, get_run_ctx
+from . import run_ctx as _run_ctx
+from .run_ctx import MarkedLoss, RunContext, SizeTable, current_run_ctx, get_run_ctx
 from .sequence import take_frames, window
 from .shape import merge_dims_packed
 from .user_code import UserCodeResultError, raw_for_user_code, tensor_from_user_code, user_code_globals
 
 Tensor._ops = _math  # the operators of Tensor (a + b, a < b, -a) run through the op layer
+Tensor._marks = _run_ctx  # Tensor.mark_as_loss/mark_as_output record in the current run

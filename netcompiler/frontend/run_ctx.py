@@ -10,12 +10,31 @@ context sees the sizes of the context around it.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Tuple, Union
 
 from ..errors import TemplateMismatchError
 from ..tensor import Data, Dim, Tensor, batch_dim
 
 _stack: List["RunContext"] = []
+
+
+@dataclass
+class MarkedLoss:
+    """A loss (or error) that model code reported in a run with `mark_as_loss`.
+
+    `loss` holds a value per frame (padded frames of its dynamic dims do not count); a raw value that model
+    code passed (a plain PyTorch loss) becomes a Tensor over static dims of its shape, every element a frame.
+    Training minimises the sum over all frames times `scale` (divided by the number of frames with
+    `use_normalized_loss`; by `custom_inv_norm_factor` where given); `as_error` values are only reported.
+    """
+
+    name: str
+    loss: Tensor
+    as_error: bool = False
+    scale: float = 1.0
+    use_normalized_loss: bool = False
+    custom_inv_norm_factor: Optional[Tensor] = None
 
 
 class SizeTable:
@@ -57,6 +76,10 @@ class RunContext:
         self.sizes = SizeTable()
         self.masks = SizeTable()
         """Dim -> its mask, where made ahead (`keep_mask`: e.g. before a loop, for the dims of what it reads)."""
+        self.losses: Dict[str, MarkedLoss] = {}
+        """What model code marked as losses in this run, by name (kept in the outermost context)."""
+        self.outputs: Dict[str, Tensor] = {}
+        """What model code marked as outputs, by name ("output" for the default output)."""
 
     # --- the context stack ------------------------------------------------------------------
     def __enter__(self) -> "RunContext":
@@ -150,6 +173,50 @@ class RunContext:
         mask = self.mask(dim)
         if mask is not None:
             self.masks.set(dim, mask)
+
+
+    # --- losses and outputs that model code marks --------------------------------------------
+    def root(self) -> "RunContext":
+        return self if self.parent is None else self.parent.root()
+
+    def mark_as_loss(self, loss: Any, name: str, *, as_error: bool = False, scale: float = 1.0,
+                     use_normalized_loss: bool = False, custom_inv_norm_factor: Optional[Tensor] = None) -> None:
+        """Reports `loss` (a Tensor, or a raw value of this run's backend) as the loss `name` of this run."""
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"mark_as_loss: name must be a non-empty string, not {name!r}")
+        root = self.root()
+        if name in root.losses:
+            raise ValueError(f"mark_as_loss: a loss named {name!r} was already marked in this run")
+        if not isinstance(loss, Tensor):
+            loss = self._tensor_of_raw(loss, name)
+        root.losses[name] = MarkedLoss(name, loss, bool(as_error), float(scale), bool(use_normalized_loss),
+                                       custom_inv_norm_factor)
+
+    def mark_as_output(self, value: Any, name: str, *, dims=None) -> None:
+        """Reports `value` (a Tensor, or a raw value) as the output `name` of this run (with `dims`: laid out so)."""
+        root = self.root()
+        if name in root.outputs:
+            raise ValueError(f"mark_as_output: an output named {name!r} was already marked in this run")
+        if not isinstance(value, Tensor):
+            value = self._tensor_of_raw(value, name)
+        elif dims is not None:
+            from .array import permute
+
+            value = permute(value, dims)
+        root.outputs[name] = value
+
+    def mark_as_default_output(self, value: Any, **options) -> None:
+        self.mark_as_output(value, "output", **options)
+
+    def _tensor_of_raw(self, raw: Any, name: str) -> Tensor:
+        if not self.backend.is_raw(raw):
+            raw = self.backend.convert_to_raw(raw, "float32")
+        shape = self.backend.get_known_shape_raw(raw)
+        if any(n is None for n in shape):
+            raise ValueError(f"a raw value marked as {name!r} must have a known shape here, not {shape}; "
+                             f"mark a Tensor instead")
+        dims = tuple(Dim(n, description=f"{name}:axis{i}") for i, n in enumerate(shape))
+        return Tensor(Data(name, dims, self.backend.dtype_name(raw)), raw)
 
 
 def get_run_ctx() -> RunContext:

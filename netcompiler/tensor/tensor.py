@@ -19,8 +19,10 @@ class Tensor:
 
     __slots__ = ("data", "raw")
 
-    # set by netcompiler.frontend: the module whose combine/compare/... the operators call
+    # set by netcompiler.frontend: the module whose combine/compare/... the operators call, and the module
+    # that records marks (losses, outputs) in the current run
     _ops: Any = None
+    _marks: Any = None
 
     def __init__(self, data: Data, raw: Any = None):
         self.data = data
@@ -56,6 +58,26 @@ class Tensor:
 
     def has_dim(self, dim: Dim) -> bool:
         return self.data.has_dim(dim)
+
+    @property
+    def raw_tensor(self) -> Any:
+        """The raw value (RETURNN's name for `raw`)."""
+        return self.raw
+
+    @raw_tensor.setter
+    def raw_tensor(self, value: Any) -> None:
+        self.raw = value
+
+    # --- marks in the current run (through the op layer) -----------------------------------
+    def mark_as_loss(self, name: str, **options) -> None:
+        """Reports this value as the loss `name` of the current run (options: see `RunContext.mark_as_loss`)."""
+        Tensor._marks.get_run_ctx().mark_as_loss(self, name, **options)
+
+    def mark_as_output(self, name: str, **options) -> None:
+        Tensor._marks.get_run_ctx().mark_as_output(self, name, **options)
+
+    def mark_as_default_output(self, **options) -> None:
+        Tensor._marks.get_run_ctx().mark_as_default_output(self, **options)
 
     def with_data(self, data: Data) -> "Tensor":
         """The same raw value under another template (same dims in the same order)."""
