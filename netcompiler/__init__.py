@@ -5,9 +5,9 @@ Configs import what they need from here, e.g. `from netcompiler import Dim, batc
 Importing this package does not import TensorFlow.
 """
 
-from .tensor import Data, Dim, FeatureDim, SpatialDim, Tensor, batch_dim
+from .tensor import Data, Dim, FeatureDim, SpatialDim, Tensor, TensorDict, batch_dim
 
-__all__ = ["Data", "Dim", "FeatureDim", "SpatialDim", "Tensor", "batch_dim", "load_network"]
+__all__ = ["Data", "Dim", "FeatureDim", "SpatialDim", "Tensor", "TensorDict", "batch_dim", "load_network"]
 
 
 def __getattr__(name):

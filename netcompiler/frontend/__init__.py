@@ -44,3 +44,4 @@ from .user_code import UserCodeResultError, raw_for_user_code, tensor_from_user_
 
 Tensor._ops = _math  # the operators of Tensor (a + b, a < b, -a) run through the op layer
 Tensor._marks = _run_ctx  # Tensor.mark_as_loss/mark_as_output record in the current run
+Dim._runs = _run_ctx  # Dim.dyn_size_ext reads the sizes of the current run

@@ -80,6 +80,9 @@ class RunContext:
         """What model code marked as losses in this run, by name (kept in the outermost context)."""
         self.outputs: Dict[str, Tensor] = {}
         """What model code marked as outputs, by name ("output" for the default output)."""
+        self.expected_outputs = None
+        """In a forward step: the templates of the outputs the config declares (`model_outputs`, a TensorDict);
+        a raw value marked under such a name takes its dims."""
 
     # --- the context stack ------------------------------------------------------------------
     def __enter__(self) -> "RunContext":
@@ -101,6 +104,17 @@ class RunContext:
                 self.backend.convert_to_raw(size, "int32")
             size = Tensor(Data(f"size:{dim.description}", tuple(size_dims), "int32"), raw)
         self.sizes.set(dim, size)
+
+    def dyn_size_ext(self, dim: Dim) -> Tensor:
+        """The sizes Tensor of the dynamic `dim` in this run (`Dim.dyn_size_ext`); for a dim whose sizes are not
+        known yet (an expected output's time dim), an empty [batch] Tensor kept here, for model code to fill
+        through its `raw_tensor`."""
+        known = self._inherited("sizes", dim)
+        if known is not None or dim.derivation is not None:
+            return known if known is not None else self.size(dim)
+        empty = Tensor(Data(f"size:{dim.description}", (batch_dim,), "int32"))
+        self.sizes.set(dim, empty)
+        return empty
 
     def size(self, dim: Dim) -> Union[int, Tensor]:
         """The size of `dim`: an int if static, else a Tensor (batch: a scalar; others: per-sequence sizes)."""
@@ -192,21 +206,31 @@ class RunContext:
         root.losses[name] = MarkedLoss(name, loss, bool(as_error), float(scale), bool(use_normalized_loss),
                                        custom_inv_norm_factor)
 
-    def mark_as_output(self, value: Any, name: str, *, dims=None) -> None:
-        """Reports `value` (a Tensor, or a raw value) as the output `name` of this run (with `dims`: laid out so)."""
+    def mark_as_output(self, tensor: Any, name: str, *, dims=None) -> None:
+        """Reports `tensor` (a Tensor, or a raw value) as the output `name` of this run (with `dims`: laid out
+        so; a raw value marked under a name of `expected_outputs` gets that template's dims)."""
         root = self.root()
         if name in root.outputs:
             raise ValueError(f"mark_as_output: an output named {name!r} was already marked in this run")
-        if not isinstance(value, Tensor):
-            value = self._tensor_of_raw(value, name)
-        elif dims is not None:
+        expected = root.expected_outputs[name] if root.expected_outputs is not None and \
+            name in root.expected_outputs else None
+        if not isinstance(tensor, Tensor) and expected is not None:
+            ndim = len(self.backend.get_known_shape_raw(tensor))
+            if ndim != len(expected.dims):
+                raise ValueError(f"mark_as_output: the raw value marked as {name!r} has {ndim} axes, but "
+                                 f"model_outputs declares {expected.data.describe()}")
+            tensor = Tensor(expected.data.copy(name=name), tensor)
+        elif not isinstance(tensor, Tensor):
+            tensor = self._tensor_of_raw(tensor, name)
+        elif dims is not None or expected is not None:
             from .array import permute
 
-            value = permute(value, dims)
-        root.outputs[name] = value
+            tensor = permute(tensor, dims if dims is not None else expected.dims)
+        root.outputs[name] = tensor
 
-    def mark_as_default_output(self, value: Any, **options) -> None:
-        self.mark_as_output(value, "output", **options)
+    def mark_as_default_output(self, tensor: Any, *, shape=None, dims=None) -> None:
+        """`mark_as_output(tensor, "output")`; `shape` is RETURNN's name for `dims` here."""
+        self.mark_as_output(tensor, "output", dims=dims if dims is not None else shape)
 
     def _tensor_of_raw(self, raw: Any, name: str) -> Tensor:
         if not self.backend.is_raw(raw):

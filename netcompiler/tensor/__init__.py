@@ -11,8 +11,9 @@ from .dim import (
     pad_dim, slice_dim, split_dim,
 )
 from .tensor import Tensor
+from .tensor_dict import TensorDict
 
 __all__ = [
-    "BATCH", "FEATURE", "SPATIAL", "DTYPES", "FLOAT_DTYPES", "INT_DTYPES", "Data", "Dim", "Tensor", "FeatureDim", "SpatialDim", "batch_dim",
+    "BATCH", "FEATURE", "SPATIAL", "DTYPES", "FLOAT_DTYPES", "INT_DTYPES", "Data", "Dim", "Tensor", "TensorDict", "FeatureDim", "SpatialDim", "batch_dim",
     "concat_dims", "conv_out_dim", "merge_dims", "pad_dim", "slice_dim", "split_dim", "resolve_axes", "resolve_axis", "resolve_dim", "resolve_dims",
 ]

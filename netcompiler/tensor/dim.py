@@ -119,14 +119,27 @@ class Dim:
 
     __slots__ = ("kind", "description", "size", "derivation", "_id", "_same_as", "__weakref__")
 
+    # set by netcompiler.frontend: the module whose `current_run_ctx()` holds the sizes of dynamic dims in the
+    # current run (read by `dyn_size_ext`); this module stays free of frontend imports
+    _runs: Any = None
+
     def __init__(
         self,
         size: Optional[int],
         kind: str = SPATIAL,
         description: Optional[str] = None,
         *,
+        name: Optional[str] = None,
         derivation: Optional[Derivation] = None,
     ):
+        """`Dim(size, kind, description)`, or RETURNN's form `Dim(None, name="time")`, `Dim(9, name="in")`
+        (`name` is the description; the kind stays spatial unless given: a template takes its last static
+        dim as the feature dim)."""
+        if name is not None:
+            if description is not None and description != name:
+                raise ValueError(f"Dim: give the description once, as `name` or `description`, not both "
+                                 f"({name!r} vs {description!r})")
+            description = name
         if kind not in KINDS:
             raise ValueError(f"Dim kind must be one of {KINDS}, not {kind!r}")
         if size is not None and (not isinstance(size, int) or isinstance(size, bool) or size < 0):
@@ -196,6 +209,24 @@ class Dim:
             return size_of(self)
         parents = [p.compute_size(size_of, maximum) for p in self.derivation.parents]
         return self.derivation.evaluate(parents, maximum)
+
+    @property
+    def dyn_size_ext(self):
+        """RETURNN's name for the sizes of this dim in the current run: a Tensor (dims [batch] for a time dim;
+        `.raw_tensor` is the backend's int tensor), or None for a static dim or outside a run. A dynamic dim
+        whose sizes the run does not know yet gets an empty sizes Tensor there, whose `raw_tensor` model code
+        may set (as RETURNN's forward steps set the sizes of an expected output)."""
+        if self.size is not None or Dim._runs is None:
+            return None
+        run = Dim._runs.current_run_ctx()
+        return None if run is None else run.dyn_size_ext(self)
+
+    @dyn_size_ext.setter
+    def dyn_size_ext(self, sizes) -> None:
+        run = None if Dim._runs is None else Dim._runs.current_run_ctx()
+        if run is None:
+            raise RuntimeError(f"{self!r}: dyn_size_ext can only be set inside a run (a train or forward step)")
+        run.set_size(self, sizes)
 
     def short_repr(self) -> str:
         """The form used in `dump-net`: `'time:data'`, `'lin:feature'(512)`; `B` for the batch, and
