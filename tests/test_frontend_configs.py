@@ -1,0 +1,265 @@
+"""Configs that define the model as Python code (RETURNN's get_model / train_step / forward_step format):
+the config format (dims, sparse_dim, Dim(name=)), the losses a train step marks (sums over valid frames of
+ragged batches against NumPy, as_error, scale, use_normalized_loss, custom_inv_norm_factor), the errors for
+bad configs, the step on TensorFlow inside a tf.function, and the demos end to end."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import netcompiler
+import netcompiler.frontend as rf
+from netcompiler.config import Config
+from netcompiler.engine.frontend_model import FrontendModel
+from netcompiler.errors import ConfigError
+from netcompiler.extern_data import extern_data_from_config
+from netcompiler.tensor import Dim, Tensor, TensorDict, batch_dim
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BACKENDS = ["torch", "tensorflow"]
+
+
+def _need(backend):
+    pytest.importorskip(backend, reason=f"the {backend} backend is not installed")
+
+
+def _raw_to_numpy(backend_name, raw):
+    from netcompiler.backends import get_backend
+
+    return np.asarray(get_backend(backend_name).to_numpy(raw))
+
+
+# --- the config format ------------------------------------------------------------------------------
+def test_dim_with_name_is_returnns_constructor():
+    time_dim, in_dim = Dim(None, name="time"), Dim(9, name="in")
+    assert (time_dim.description, time_dim.size, time_dim.is_dynamic) == ("time", None, True)
+    assert (in_dim.description, in_dim.size) == ("in", 9)
+    assert Dim(5, "feature", "old-form").description == "old-form"  # the positional form still works
+    with pytest.raises(ValueError, match="not both"):
+        Dim(3, name="a", description="b")
+
+
+def test_extern_data_with_dims_and_sparse_dim():
+    time_dim, in_dim, out_dim = Dim(None, name="time"), Dim(9, name="in"), Dim(2, name="out")
+    templates = extern_data_from_config({"extern_data": {
+        "data": {"dims": (batch_dim, time_dim, in_dim), "dtype": "float32"},
+        "classes": {"dims": (batch_dim, time_dim), "sparse_dim": out_dim, "dtype": "int32"},
+    }})
+    data, classes = templates["data"], templates["classes"]
+    assert data.dims == (batch_dim, time_dim, in_dim)
+    assert (data.time_dim, data.feature_dim, data.dtype) == (time_dim, in_dim, "float32")
+    assert classes.dims == (batch_dim, time_dim) and classes.sparse_dim is out_dim
+    assert (classes.dtype, classes.dim) == ("int32", 2)
+
+
+def test_tensor_dict_is_importable_and_maps_keys_to_tensors():
+    assert netcompiler.TensorDict is TensorDict
+    from netcompiler.tensor import TensorDict as from_tensor
+
+    assert from_tensor is TensorDict
+    dim = Dim(3, name="x")
+    td = TensorDict({"a": Tensor(netcompiler.Data("a", (dim,)))})
+    assert list(td) == ["a"] and "a" in td and td["a"].dims == (dim,)
+    with pytest.raises(KeyError, match="keys: a"):
+        td["b"]
+    with pytest.raises(TypeError):
+        td["c"] = 1
+
+
+def test_dyn_size_ext_is_the_runs_sizes():
+    pytest.importorskip("torch")
+    from netcompiler.backends import get_backend
+
+    time_dim, in_dim = Dim(None, name="time"), Dim(4, name="in")
+    assert time_dim.dyn_size_ext is None and in_dim.dyn_size_ext is None  # outside a run; static
+    with rf.RunContext(get_backend("torch")) as run:
+        run.set_size(time_dim, np.array([3, 1], dtype="int32"))
+        assert time_dim.dyn_size_ext.raw_tensor.tolist() == [3, 1]
+        assert time_dim.dyn_size_ext.dims == (batch_dim,)
+        other = Dim(None, name="other")  # not known yet: an empty sizes Tensor that model code fills
+        other.dyn_size_ext.raw_tensor = time_dim.dyn_size_ext.raw_tensor
+        assert run.size(other).raw.tolist() == [3, 1]
+        assert in_dim.dyn_size_ext is None
+
+
+# --- a small model on the op layer (parameters from rf.create_parameter) --------------------------------
+TIME, IN, OUT = Dim(None, name="time"), Dim(3, name="in"), Dim(2, name="out")
+EXTERN = {
+    "data": {"dims": (batch_dim, TIME, IN), "dtype": "float32"},
+    "classes": {"dims": (batch_dim, TIME), "sparse_dim": OUT, "dtype": "int32"},
+}
+LENGTHS = np.array([4, 1, 3], dtype="int32")
+
+
+class _LinearModel:
+    """logits = data . W (W: [in, out]), its parameter made on the run's backend."""
+
+    def __init__(self):
+        backend = rf.get_run_ctx().backend
+        self.weight = rf.create_parameter(backend, "weight", [IN, OUT], init="glorot_uniform", seed=3)
+
+    def named_parameters(self):
+        yield "linear.weight", self.weight
+
+    def __call__(self, x):
+        return rf.matmul(x, self.weight, reduce=IN)
+
+
+def _batch(seed=0, garbage=1e4):
+    """Ragged inputs whose padding holds large garbage (and class 1), so unmasked sums would show it."""
+    rng = np.random.RandomState(seed)
+    n, t = len(LENGTHS), int(LENGTHS.max())
+    data = rng.randn(n, t, IN.size).astype("float32")
+    classes = rng.randint(0, OUT.size, size=(n, t)).astype("int32")
+    for b, length in enumerate(LENGTHS):
+        data[b, length:] = garbage
+        classes[b, length:] = 1
+    return {"data": data, "classes": classes}, {"data": LENGTHS, "classes": LENGTHS}
+
+
+def _model(train_step, backend="torch", **values):
+    _need(backend)
+    config = Config(dict(extern_data=EXTERN, get_model=lambda **_: _LinearModel(), train_step=train_step,
+                         **values), path="test-config.py")
+    return FrontendModel(config, backend)
+
+
+def _sq_and_error_step(*, model, extern_data, **_):
+    """Per frame: sum of squared logits (a loss, scale 0.5, normalised) and whether argmax != class
+    (an error); and the squared inputs as a second loss with a custom norm factor 10."""
+    logits = model(extern_data["data"])
+    sq = rf.reduce_sum(logits * logits, axis=OUT)
+    rf.get_run_ctx().mark_as_loss(sq, "sq", scale=0.5, use_normalized_loss=True)
+    wrong = rf.compare(rf.reduce_argmax(logits, axis=OUT), "not_equal", extern_data["classes"])
+    rf.get_run_ctx().mark_as_loss(wrong, "fer", as_error=True)
+    data = extern_data["data"]
+    inputs_sq = rf.reduce_sum(data * data, axis=IN)
+    inputs_sq.mark_as_loss(name="in_sq", custom_inv_norm_factor=10.0)
+
+
+def _numpy_reference(weight, inputs):
+    data, classes = inputs["data"], inputs["classes"]
+    valid = np.arange(data.shape[1])[None, :] < LENGTHS[:, None]
+    logits = data @ weight
+    sq = (logits ** 2).sum(-1)[valid].sum()
+    fer = (logits.argmax(-1) != classes)[valid].sum()
+    in_sq = (data ** 2).sum(-1)[valid].sum()
+    return sq, fer, in_sq, valid.sum()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_loss_sums_over_valid_frames_of_a_ragged_batch(backend):
+    model = _model(_sq_and_error_step, backend)
+    inputs, lengths = _batch()
+    values, objective = model.step_losses(inputs, lengths, training=True)
+    by_name = {v.name: v for v in values}
+    weight = _raw_to_numpy(backend, model.params["linear.weight"])
+    sq, fer, in_sq, frames = _numpy_reference(weight, inputs)
+    np.testing.assert_allclose(_raw_to_numpy(backend, by_name["sq"].loss_sum), sq, rtol=1e-5)
+    assert by_name["sq"].error_sum is None and by_name["sq"].scale == 0.5 and by_name["sq"].normalized
+    assert _raw_to_numpy(backend, by_name["sq"].num_frames) == frames == LENGTHS.sum()
+    # the error: reported, not minimised
+    assert by_name["fer"].loss_sum is None
+    assert _raw_to_numpy(backend, by_name["fer"].error_sum) == fer
+    # the custom norm factor replaces the frame count
+    np.testing.assert_allclose(_raw_to_numpy(backend, by_name["in_sq"].loss_sum), in_sq, rtol=1e-5)
+    assert _raw_to_numpy(backend, by_name["in_sq"].num_frames) == 10.0
+    assert not by_name["in_sq"].normalized
+    # RETURNN's total loss: 0.5 * sq / frames (normalised) + in_sq (summed; its norm factor is for reporting)
+    np.testing.assert_allclose(_raw_to_numpy(backend, objective), 0.5 * sq / frames + in_sq, rtol=1e-5)
+    names, errors = model.loss_names()
+    assert names == {"sq": "sq", "fer": None, "in_sq": "in_sq"}
+    assert errors == {"sq": None, "fer": "fer", "in_sq": None}
+
+
+def test_raw_torch_loss_counts_every_element_as_a_frame():
+    torch = pytest.importorskip("torch")
+
+    def step(*, model, extern_data, **_):
+        lengths = extern_data["data"].dims[1].dyn_size_ext.raw_tensor
+        x = extern_data["data"].raw_tensor
+        packed = torch.nn.utils.rnn.pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
+        rf.get_run_ctx().mark_as_loss(name="packed", loss=packed.data.sum(-1))
+        rf.get_run_ctx().mark_as_loss(name="big", loss=packed.data.sum(-1) > 0, as_error=True)
+
+    model = _model(step, "torch")
+    inputs, lengths = _batch()
+    values, objective = model.step_losses(inputs, lengths, training=False)
+    by_name = {v.name: v for v in values}
+    valid = np.arange(inputs["data"].shape[1])[None, :] < LENGTHS[:, None]
+    per_frame = inputs["data"].sum(-1)[valid]
+    np.testing.assert_allclose(by_name["packed"].loss_sum.item(), per_frame.sum(), rtol=1e-5)
+    assert by_name["packed"].num_frames.item() == LENGTHS.sum()
+    assert by_name["big"].error_sum.item() == (per_frame > 0).sum()
+    np.testing.assert_allclose(objective.item(), per_frame.sum(), rtol=1e-5)
+
+
+def test_tensorflow_step_runs_inside_a_tf_function():
+    tf = pytest.importorskip("tensorflow")
+    model = _model(_sq_and_error_step, "tensorflow")
+    signature = model.input_signature(keys=model.input_keys())
+
+    @tf.function(input_signature=list(signature), autograph=False)
+    def step(inputs, lengths):
+        with tf.GradientTape() as tape:
+            values, objective = model.step_losses(inputs, lengths, training=True)
+        grads = tape.gradient(objective, model.trainable_params)
+        return {v.name: v.num_frames for v in values}, objective, grads
+
+    for seed in (0, 1):  # a second batch of another shape reuses the trace
+        inputs, lengths = _batch(seed)
+        frames, objective, grads = step(inputs, lengths)
+        sq, _, in_sq, n = _numpy_reference(model.params["linear.weight"].numpy(), inputs)
+        np.testing.assert_allclose(objective.numpy(), 0.5 * sq / n + in_sq, rtol=1e-5)
+        assert frames["sq"].numpy() == n and all(g is not None for g in grads)
+    assert step.experimental_get_tracing_count() == 1
+
+
+# --- errors --------------------------------------------------------------------------------------
+def _config(**values):
+    return Config(dict(extern_data=EXTERN, **values), path="my-config.py")
+
+
+def test_get_model_without_train_step_is_a_config_error():
+    with pytest.raises(ConfigError, match="my-config.py.*no 'train_step'.*mark_as_loss"):
+        FrontendModel(_config(get_model=lambda **_: _LinearModel()), "torch")
+
+
+def test_network_and_get_model_together_are_refused():
+    with pytest.raises(ConfigError, match="both 'network'.*and 'get_model'"):
+        FrontendModel(_config(get_model=lambda **_: _LinearModel(), train_step=_sq_and_error_step,
+                              network={"output": {"class": "copy", "from": "data"}}), "torch")
+
+
+def test_train_step_that_marks_nothing_is_a_config_error():
+    model = _model(lambda **_: None)
+    with pytest.raises(ConfigError, match="my-config.py|test-config.py") as info:
+        model.loss_names()
+    assert "marked no loss" in str(info.value) and "mark_as_loss" in str(info.value)
+
+
+def test_only_errors_leave_nothing_to_minimise():
+    def step(*, model, extern_data, **_):
+        rf.reduce_sum(extern_data["data"], axis=IN).mark_as_loss(name="e", as_error=True)
+
+    model = _model(step)
+    inputs, lengths = _batch()
+    with pytest.raises(ConfigError, match="nothing to minimise"):
+        model.step_losses(inputs, lengths, training=True)
+    values, _ = model.step_losses(inputs, lengths, training=False)  # evaluation may report errors only
+    assert values[0].error_sum is not None
+
+
+def test_get_model_returning_none_or_a_torch_module_on_tensorflow():
+    torch = pytest.importorskip("torch")
+    _need("tensorflow")
+    with pytest.raises(ConfigError, match="returned None"):
+        FrontendModel(_config(get_model=lambda **_: None, train_step=_sq_and_error_step), "torch")
+    with pytest.raises(ConfigError, match="runs only with backend 'torch'"):
+        FrontendModel(_config(get_model=lambda **_: torch.nn.Linear(3, 2), train_step=_sq_and_error_step),
+                      "tensorflow")
