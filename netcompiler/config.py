@@ -29,7 +29,7 @@ USED_KEYS = frozenset({
     "optimizer_epsilon", "learning_rates", "newbob_relative_error_div_by_old", "gradient_clip_norm", "adagrad",
     "adadelta", "rmsprop", "optimize_move_layers_out", "search_output_layer", "search_data", "search_do_eval",
     "search_output_file", "search_output_file_format", "gradient_noise", "gradient_nan_inf_filter",
-    "maximize_grad_norm",
+    "maximize_grad_norm", "backend",
 })
 
 # RETURNN settings that are accepted but have no effect here (yet).

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import zlib
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from .. import frontend as rf
 from ..backends import get_backend
@@ -26,7 +26,22 @@ class LossValue:
     """Whether training minimises the loss per frame (RETURNN's `use_normalized_loss`) or its sum."""
 
 
-class CompiledNetwork:
+class StepModel:
+    """What a trainer trains (the "step model" protocol): documentation of the attributes and methods that
+    `CompiledNetwork` (layer dicts) and the frontend's `FrontendModel` both provide. Trainers use nothing else,
+    except TensorFlow's, which also asks for `input_signature(keys)` to trace its steps once.
+
+    * ``backend``: the Backend class; ``params``: checkpoint name -> the backend's parameter;
+      ``trainable_params``: the parameters training changes; ``checkpoint_root``: what checkpoints save them
+      through.
+    * ``step_losses(inputs, lengths, training)``: the batch's losses (`LossValue`s; one marked as an error
+      only has an error) and the objective to minimise (a raw scalar of the backend).
+    * ``loss_names()``: ({loss name: loss label}, {loss name: error label or None}) for printing scores.
+    * ``input_keys()``: the extern_data keys a batch must hold.
+    """
+
+
+class CompiledNetwork(StepModel):
     """One parameter per layer parameter, named "<layer>/<param>" (e.g. "lstm/W", "output/b"; in a rec unit
     "<rec>/rec/<inner>/<param>", see `LayerBase.param_scope`), on a backend."""
 
@@ -123,6 +138,22 @@ class CompiledNetwork:
                     value.num_frames, "maximum", backend.convert_to_raw(1e-8, "float32")))
             total = backend.combine_raw(total, "add", term)
         return total
+
+    # --- the step-model protocol (see `StepModel`) ----------------------------------------------
+    def step_losses(self, inputs: Dict[str, Any], lengths: Dict[str, Any], training: bool):
+        """(losses of the batch, the objective): the forward pass, every loss layer's loss, their combination."""
+        ctx = self.forward(inputs, lengths, training=training)
+        losses = self.losses(ctx)
+        return losses, self.objective(losses, ctx)
+
+    def loss_names(self) -> Tuple[Dict[str, str], Dict[str, Optional[str]]]:
+        """Per loss layer: the loss's label (`ce`) and its error's label (`fer`, or None)."""
+        layers = self.loss_layers()
+        return ({layer.name: layer.loss.loss_class for layer in layers},
+                {layer.name: layer.loss.error_name for layer in layers})
+
+    def input_keys(self) -> List[str]:
+        return self.network_input_keys()
 
     # --- inputs -------------------------------------------------------------------------------------
     def network_input_keys(self) -> List[str]:

@@ -81,16 +81,17 @@ def _listdir(directory: str) -> List[str]:
         return []
 
 
-def complete_checkpoints(model_prefix: str) -> List[Tuple[int, str]]:
-    """All complete checkpoints of the model, as (epoch, path), oldest first."""
+def complete_checkpoints(model_prefix: str, marker: str = INDEX_SUFFIX) -> List[Tuple[int, str]]:
+    """All complete checkpoints of the model, as (epoch, path), oldest first. A checkpoint is complete when
+    its file `<path><marker>` exists (TensorFlow's ``.index``; PyTorch's ``.pt``, see `torch_checkpoints`)."""
     directory, base = _split(model_prefix)
-    pattern = re.compile(re.escape(base) + r"\.(\d{3,})" + re.escape(INDEX_SUFFIX) + "$")
+    pattern = re.compile(re.escape(base) + r"\.(\d{3,})" + re.escape(marker) + "$")
     found = []
     for name in _listdir(directory):
         match = pattern.match(name)
         if match:
             epoch = int(match.group(1))
-            found.append((epoch, os.path.join(os.path.dirname(model_prefix), name[:-len(INDEX_SUFFIX)])))
+            found.append((epoch, os.path.join(os.path.dirname(model_prefix), name[:-len(marker)])))
     return sorted(found)
 
 
@@ -253,19 +254,23 @@ def _marked(error: CheckpointError) -> CheckpointError:
     return error
 
 
-def with_previous_hint(error: CheckpointError, model_prefix: str, path: str, *, training: bool) -> CheckpointError:
+def with_previous_hint(error: CheckpointError, model_prefix: str, path: str, *, training: bool,
+                       found: Optional[List[str]] = None, files: Optional[str] = None) -> CheckpointError:
     """`error` about damaged checkpoint `path`, plus what to do: the newest complete checkpoint before it is
     intact, and how to use it (training resumes from the newest one, so its files must go; eval and forward
-    take ``++load``). Errors that are not about damaged files are returned unchanged."""
-    found = [p for _, p in complete_checkpoints(model_prefix)]
+    take ``++load``). Errors that are not about damaged files are returned unchanged. `found` (the complete
+    checkpoints, oldest first) and `files` (the damaged one's files) default to TensorFlow's."""
+    if found is None:
+        found = [p for _, p in complete_checkpoints(model_prefix)]
     if not getattr(error, "damaged", False) or path not in found:
         return error
     previous = found[:found.index(path)]
     if not previous:
         hint = "there is no earlier checkpoint to fall back to"
     elif training:
+        files = files or f"'{path}{INDEX_SUFFIX}', '{path}.data-*' and '{path}{SIDECAR_SUFFIX}'"
         hint = (f"the previous checkpoint '{previous[-1]}' is intact: to resume from it, delete (or move away) "
-                f"the damaged checkpoint's files '{path}.index', '{path}.data-*' and '{path}{SIDECAR_SUFFIX}'")
+                f"the damaged checkpoint's files {files}")
     else:
         hint = f"the previous checkpoint '{previous[-1]}' is intact: use it with ++load {previous[-1]}"
     hinted = CheckpointError(f"{error}; {hint}")
@@ -538,6 +543,10 @@ class CheckpointManager:
         sidecar = read_sidecar(path)  # read first: a damaged sidecar should fail before variables change
         restore(tf.train.Checkpoint(**objects), path)
         return dict(sidecar.get("extra", {}))
+
+    def with_previous_hint(self, error: CheckpointError, path: str, *, training: bool) -> CheckpointError:
+        """`with_previous_hint` for this manager's checkpoints."""
+        return with_previous_hint(error, self.model_prefix, path, training=training)
 
     def restore_latest(self, objects: Mapping[str, Any]) -> Optional[Tuple[int, Dict[str, Any]]]:
         """Restores from the newest complete checkpoint: (epoch, extra), or None if there is none."""

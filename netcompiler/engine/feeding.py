@@ -43,13 +43,25 @@ class _Feed:
             raise self.error
 
 
-def tf_batches(dataset, signature, settings: BatchSettings) -> _Feed:
-    """The current epoch's batches via a `tf.data` pipeline that prepares the next batches while the step runs;
-    iterate it once per epoch. Data errors found while reading are raised as themselves (see `_Feed`)."""
-    input_spec, length_spec = signature
-    missing = [key for key in input_spec if key not in dataset.data_keys()]
+def check_dataset_keys(dataset, keys: Iterable[str]) -> None:
+    """A ConfigError unless the dataset provides every key the network reads."""
+    missing = [key for key in keys if key not in dataset.data_keys()]
     if missing:
         raise ConfigError(f"the network reads {', '.join(missing)}, which the dataset does not provide "
                           f"(it has: {', '.join(dataset.data_keys())})", subject=f"dataset '{dataset.name}'",
                           suggestion="check extern_data against the dataset's keys")
+
+
+def numpy_batches(dataset, keys: Iterable[str], settings: BatchSettings):
+    """The current epoch's batches as NumPy (inputs, lengths) dicts, for eager step runners (PyTorch)."""
+    keys = list(keys)
+    check_dataset_keys(dataset, keys)
+    return batch_stream(dataset, keys, settings)
+
+
+def tf_batches(dataset, signature, settings: BatchSettings) -> _Feed:
+    """The current epoch's batches via a `tf.data` pipeline that prepares the next batches while the step runs;
+    iterate it once per epoch. Data errors found while reading are raised as themselves (see `_Feed`)."""
+    input_spec, length_spec = signature
+    check_dataset_keys(dataset, input_spec)
     return _Feed(dataset, (input_spec, length_spec), settings)

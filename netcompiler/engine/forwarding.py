@@ -30,20 +30,25 @@ def forward_to_hdf(model, dataset, layer_name: str, output_file: str, batching: 
     signature = model.input_signature(keys=keys)
     time_dim = data.time_dim if data.time_dim is not None and data.time_dim.is_dynamic else None
 
-    @tf.function(input_signature=list(signature), autograph=False)
-    def run(inputs, lengths):
+    def layer_values(inputs, lengths):
         ctx = model.forward(inputs, lengths, training=False)
         with ctx.run:
             value = rf.permute(ctx.value(layer), order).raw
             sizes = ctx.run.size(time_dim).raw if time_dim is not None else \
-                tf.fill([tf.shape(value)[0]], tf.shape(value)[1])
+                ctx.run.backend.convert_to_raw(0, "int32")  # unused: every sequence is whole
         return value, sizes
+
+    if model.backend.name == "torch":
+        from .torch_trainer import inference_fn
+        run = inference_fn(layer_values)
+    else:
+        run = tf.function(layer_values, input_signature=list(signature), autograph=False)
 
     seqs = []
     dataset.init_epoch(1)
     for inputs, lengths in batch_stream(dataset, keys, batching.whole_sequences()):  # uncut, as RETURNN forwards
         values, sizes = run(inputs, lengths)
-        values, sizes = values.numpy(), sizes.numpy()
+        values, sizes = model.backend.to_numpy(values), model.backend.to_numpy(sizes)
         for row in range(values.shape[0]):
             seqs.append({"data": values[row, :sizes[row]] if time_dim is not None else values[row]})
     tags = [dataset.seq_tag(i) for i in range(len(seqs))]

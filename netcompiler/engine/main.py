@@ -102,21 +102,50 @@ def _first_line(exc: BaseException) -> str:
     return (text.strip().splitlines() or [type(exc).__name__])[0][:300]
 
 
+# settings that only the TensorFlow backend reads or that only make sense there
+_TF_ONLY_KEYS = ("tf_session_opts", "tf_log_memory_usage", "debug_add_check_numerics_ops",
+                 "debug_add_check_numerics_on_output")
+_TORCH_SUFFIX = ".pt"  # torch_checkpoints.TORCH_SUFFIX, without importing PyTorch on TensorFlow runs
+
+
+def backend_name(config: Config) -> str:
+    """The config's `backend` ("tensorflow", the default, or "torch"), checked by `get_backend`."""
+    from ..backends import get_backend
+
+    name = config.get("backend", "tensorflow")
+    if not isinstance(name, str):
+        raise InvalidOptionError(f"expected a backend name such as 'torch', got {name!r}",
+                                 subject="config key 'backend'", suggestion="use 'tensorflow' or 'torch'")
+    return get_backend(name).name
+
+
 class Session:
-    """Everything one compile-net run sets up: TF model, datasets, optimizer, checkpoints."""
+    """Everything one compile-net run sets up, for the config's backend: model, step runner (trainer), datasets,
+    optimizer, checkpoints."""
 
     def __init__(self, config: Config, network, log):
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-        import tensorflow as tf
+        import tensorflow as tf  # also on PyTorch: TensorBoard summaries and the initializers
 
         from ..emit.model import CompiledNetwork
 
         self.tf = tf
         self.config = config
         self.log = log
+        self.backend = backend_name(config)
+        self.torch = self.backend == "torch"
         seed = config.get("random_seed", 42)
-        tf.random.set_seed(seed)
-        self.model = CompiledNetwork(network, seed=seed)
+        if self.torch:
+            from .torch_trainer import seed_torch
+
+            seed_torch(seed)
+            for key in _TF_ONLY_KEYS:
+                if key in config:
+                    print(f"notice: config key '{key}' is a TensorFlow setting; it has no effect with "
+                          f"backend 'torch'", file=sys.stderr)
+        else:
+            tf.random.set_seed(seed)
+        self.model = CompiledNetwork(network, seed=seed, backend=self.backend)
         self.model_prefix = self._model_prefix()
         self.lock = None
 
@@ -184,39 +213,90 @@ class Session:
         dataset.expect_dims({k: d.dim for k, d in self.model.network.extern_data.items() if d.sparse})
         return dataset
 
-    def loss_names(self):
-        layers = self.model.loss_layers()
-        return ({layer.name: layer.loss.loss_class for layer in layers},
-                {layer.name: layer.loss.error_name for layer in layers})
+    def checkpoint_manager(self, clean: bool = True):
+        """The backend's checkpoint manager for the model; a model whose checkpoints are all of the other
+        backend is refused (neither backend reads the other's files)."""
+        from .checkpoints import CheckpointManager, complete_checkpoints
+
+        if self.torch:
+            from .torch_checkpoints import TorchCheckpointManager
+
+            manager, other, other_name = TorchCheckpointManager(self.model_prefix, clean=clean), \
+                complete_checkpoints(self.model_prefix), "tensorflow"
+        else:
+            manager, other, other_name = CheckpointManager(self.model_prefix, clean=clean), \
+                complete_checkpoints(self.model_prefix, _TORCH_SUFFIX), "torch"
+        if other and manager.latest_complete() is None:
+            raise ConfigError(f"the model '{self.model_prefix}' has checkpoints of backend '{other_name}' "
+                              f"({other[-1][1]}), but this run's backend is '{self.backend}'",
+                              subject="config key 'backend'",
+                              suggestion=f"set backend = '{other_name}', or another 'model' path")
+        return manager
+
+    def model_state(self):
+        """What checkpoints hold of the model: TF's trackable root, or PyTorch's parameters by checkpoint name."""
+        return {"model": self.model.params if self.torch else self.model.checkpoint_root}
+
+    def step_runner(self, optimizer=None):
+        """The backend's trainer for the model (with `optimizer` None: for evaluation only)."""
+        from .epochs import accum_grad_steps
+        from .optimizers import clip_gradients_fn, maximize_grad_norm
+
+        get = self.config.get
+        if optimizer is None:
+            settings = dict(optimizer=None, batching=self.batching(), log=self.log)
+        else:
+            settings = dict(optimizer=optimizer, batching=self.batching(),
+                            stop_on_nonfinite=bool(get("stop_on_nonfinite_train_score", True)), log=self.log,
+                            accum_grad_steps=accum_grad_steps(get("accum_grad_multiple_step", 1)))
+        if self.torch:
+            from .torch_optimizers import process_gradients_fn
+            from .torch_trainer import TorchTrainer
+
+            if optimizer is not None:
+                settings["process_gradients"] = process_gradients_fn(self.config.values)
+            return TorchTrainer(self.model, **settings)
+        from .trainer import Trainer
+
+        if optimizer is not None:
+            settings.update(clip_gradients=clip_gradients_fn(self.config.values),
+                            maximize_grad_norm=maximize_grad_norm(self.config.values))
+        return Trainer(self.model, **settings)
 
     # --- tasks -----------------------------------------------------------------------------
     def train(self) -> None:
-        from .checkpoints import CheckpointManager
         from .learning_rate import LearningRateControl
-        from .optimizers import clip_gradients_fn, make_optimizer, maximize_grad_norm, set_learning_rate
         from .batching import positive_int_setting
-        from .trainer import Trainer, format_duration, format_scores
+        from .epochs import format_duration, format_scores
 
         tf = self.tf
         values = self.config.values
         num_epochs = positive_int_setting(self.config.get("num_epochs", 5), "num_epochs")
         save_interval = positive_int_setting(self.config.get("save_interval", 1), "save_interval")
         learning_rates = LearningRateControl.from_config(values, self.model_prefix)
-        optimizer = make_optimizer(values)
-        trainer = Trainer(self.model, optimizer, self.batching(), clip_gradients_fn(values),
-                          stop_on_nonfinite=bool(self.config.get("stop_on_nonfinite_train_score", True)),
-                          log=self.log, maximize_grad_norm=maximize_grad_norm(values))
+        if self.torch:
+            from .torch_optimizers import make_torch_optimizer, set_torch_learning_rate as set_learning_rate
+
+            optimizer = make_torch_optimizer(values, self.model.trainable_params)
+        else:
+            from .optimizers import make_optimizer, set_learning_rate
+
+            optimizer = make_optimizer(values)
+        trainer = self.step_runner(optimizer)
         train_data = self.dataset("train")  # mistakes in the datasets are found before the lock makes the folder
         dev_data = self.dataset("dev", required=False)
         self.lock_model("train")
-        checkpoints = CheckpointManager(self.model_prefix)
-        optimizer.build(self.model.trainable_params)  # its slots must exist before a checkpoint restores them
-        state = {"model": self.model.checkpoint_root, "optimizer": optimizer, "step": trainer.step_count}
+        checkpoints = self.checkpoint_manager()
+        if self.torch:
+            state = dict(self.model_state(), optimizer=optimizer, step=trainer)
+        else:
+            optimizer.build(self.model.trainable_params)  # its slots must exist before a checkpoint restores them
+            state = dict(self.model_state(), optimizer=optimizer, step=trainer.step_count)
         start_epoch = self._resume_or_import(checkpoints, state)
         # Rates chosen for epochs that never reached a checkpoint are not history: the config (perhaps changed
         # since, e.g. a lower learning_rate after a non-finite loss) decides them anew.
         learning_rates.forget_after(start_epoch - 1)
-        loss_names, error_names = self.loss_names()
+        loss_names, error_names = self.model.loss_names()
         summary = tf.summary.create_file_writer(os.path.join(os.path.dirname(self.model_prefix) or ".", "tensorboard"))
         last_checkpoint = checkpoints.latest_path()
         if start_epoch > num_epochs:
@@ -245,43 +325,39 @@ class Session:
 
     def _resume_or_import(self, checkpoints, state) -> int:
         """The first epoch to train: after the newest complete checkpoint, or 1 (optionally importing one)."""
-        from .checkpoints import with_previous_hint
-
         try:
             restored = checkpoints.restore_latest(state)
         except CheckpointError as exc:
-            raise with_previous_hint(exc, self.model_prefix, checkpoints.latest_path(), training=True) from None
+            raise checkpoints.with_previous_hint(exc, checkpoints.latest_path(), training=True) from None
         if restored is not None:
             epoch, _extra = restored
             print(f"resuming after epoch {epoch} from {checkpoints.latest_path()}", file=self.log)
             return epoch + 1
         initial = self.config.get("import_model_train_epoch1") or self.config.get("load")
         if initial:
-            checkpoints.restore(initial, {"model": self.model.checkpoint_root})
+            checkpoints.restore(initial, self.model_state())
             print(f"initialised the parameters from {initial}", file=self.log)
         return 1
 
     def _restore_for_inference(self, task: str):
-        from .checkpoints import CheckpointManager, with_previous_hint
-
         locked = self.lock_model(task, read_only_ok=True)
-        checkpoints = CheckpointManager(self.model_prefix, clean=locked)
+        checkpoints = self.checkpoint_manager(clean=locked)
         path = self.config.get("load") or checkpoints.latest_path()
         if path is None:
             raise CheckpointError(f"no checkpoint to load: none found at '{self.model_prefix}.NNN' and 'load' "
                                   f"is not set")
         try:
-            checkpoints.restore(path, {"model": self.model.checkpoint_root})
+            checkpoints.restore(path, self.model_state())
         except CheckpointError as exc:
-            raise with_previous_hint(exc, self.model_prefix, path, training=False) from None
+            raise checkpoints.with_previous_hint(exc, path, training=False) from None
         return path
 
     def evaluate(self) -> None:
-        from .trainer import Trainer, format_scores
+        from .epochs import format_scores
 
         path = self._restore_for_inference("eval")
-        trainer = Trainer(self.model, optimizer=None, batching=self.batching(), log=self.log)
-        loss_names, error_names = self.loss_names()
+        trainer = self.step_runner()
+        loss_names, error_names = self.model.loss_names()
         for key in self._eval_dataset_keys():
             scores = trainer.evaluate(self.dataset(key), epoch=1)
             print(f"{path}  " + "  ".join(format_scores(key, scores, loss_names, error_names)), file=self.log)
@@ -313,6 +389,10 @@ class Session:
         )
 
         get = self.config.get
+        if self.torch:
+            raise InvalidOptionError("--task search is not implemented on PyTorch yet (beam search runs on "
+                                     "TensorFlow only)", subject="config key 'backend'",
+                                     suggestion="search a model trained with backend = 'tensorflow'")
         key = get("search_data", "eval" if get("eval") is not None or get("dev") is None else "dev")
         if key not in ("train", "dev", "eval"):
             raise InvalidOptionError(f"search_data {key!r} is not a dataset of the config",

@@ -45,7 +45,7 @@ is replaced by 0, after the clipping, as in RETURNN's updater.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Optional, Sequence
 
 from ..errors import InvalidOptionError, MissingOptionError, UnknownOptionError, closest_match
 from ..lazy_tf import tf
@@ -136,15 +136,22 @@ def optimizer_spec(config: Any) -> Dict[str, Any]:
     return {"class": "sgd"}
 
 
-def make_optimizer(config: Any, learning_rate: Optional[float] = None):
-    """A Keras optimizer (``tf.keras.optimizers.Optimizer``) as the config describes.
+class OptimizerSettings(NamedTuple):
+    """The optimizer the config asks for, checked: class key, Keras-named arguments (defaults of netcompiler,
+    e.g. the epsilon, filled in), the learning-rate multiplier and the initial learning rate. Backend-free:
+    each backend's optimizer factory builds its own class from it."""
 
-    `learning_rate` is the initial rate (default: config ``learning_rate``, else 1.0,
-    as in RETURNN); the trainer sets the rate of each epoch with `set_learning_rate`.
-    """
+    key: str
+    kwargs: Dict[str, Any]
+    multiplier: float
+    learning_rate: float
+
+
+def optimizer_settings(config: Any, learning_rate: Optional[float] = None) -> OptimizerSettings:
+    """The checked optimizer settings of the config (see the module doc); errors name the bad option."""
     spec = optimizer_spec(config)
     key = spec.pop("class")
-    keras_name, accepted = _CLASSES[key]
+    accepted = _CLASSES[key][1]
     subject = "config key 'optimizer'"
     if "learning_rate" in spec:
         raise InvalidOptionError("'learning_rate' cannot be set here", subject=subject, option="learning_rate",
@@ -182,8 +189,20 @@ def make_optimizer(config: Any, learning_rate: Optional[float] = None):
     if learning_rate is None:
         learning_rate = _get(config, "learning_rate", 1.0)
     learning_rate = _number("config key 'learning_rate'", learning_rate)
-    optimizer = getattr(tf.keras.optimizers, keras_name)(learning_rate=learning_rate * multiplier, **kwargs)
-    setattr(optimizer, _LR_MULTIPLIER_ATTR, multiplier)
+    return OptimizerSettings(key, kwargs, multiplier, learning_rate)
+
+
+def make_optimizer(config: Any, learning_rate: Optional[float] = None):
+    """A Keras optimizer (``tf.keras.optimizers.Optimizer``) as the config describes.
+
+    `learning_rate` is the initial rate (default: config ``learning_rate``, else 1.0,
+    as in RETURNN); the trainer sets the rate of each epoch with `set_learning_rate`.
+    """
+    settings = optimizer_settings(config, learning_rate)
+    keras_name = _CLASSES[settings.key][0]
+    optimizer = getattr(tf.keras.optimizers, keras_name)(
+        learning_rate=settings.learning_rate * settings.multiplier, **settings.kwargs)
+    setattr(optimizer, _LR_MULTIPLIER_ATTR, settings.multiplier)
     return optimizer
 
 
@@ -307,6 +326,6 @@ def clip_gradients_fn(config: Any) -> Optional[Callable[[Sequence[Any]], List[An
     return process
 
 
-__all__ = ["OPTIMIZER_CLASSES", "add_gradient_noise", "clip_gradients", "clip_gradients_fn", "filter_nan_inf",
-           "gradient_clipping", "gradient_noise", "make_optimizer", "maximize_grad_norm", "nan_inf_filter",
-           "optimizer_spec", "set_learning_rate"]
+__all__ = ["OPTIMIZER_CLASSES", "OptimizerSettings", "add_gradient_noise", "clip_gradients", "clip_gradients_fn",
+           "filter_nan_inf", "gradient_clipping", "gradient_noise", "make_optimizer", "maximize_grad_norm", "nan_inf_filter",
+           "optimizer_settings", "optimizer_spec", "set_learning_rate"]

@@ -1,51 +1,30 @@
-"""The training loop: compiled train/eval steps, epochs, scores, checkpoints, resume."""
+"""The TensorFlow step runner: compiled train/eval steps of a step model (see `emit.model.StepModel`)."""
 
 from __future__ import annotations
 
 import contextlib
-import math
 import sys
-from dataclasses import dataclass, field
-from typing import Dict, List, Optional
+from typing import Optional
 
 import tensorflow as tf
 
-from ..emit.model import CompiledNetwork
-from ..errors import TrainingError
 from .batching import BatchSettings
+from .epochs import EpochLoop, Scores, format_duration, format_scores  # noqa: F401 (Scores etc. re-exported)
 from .feeding import tf_batches
-from .progress import Progress
 
 
-@dataclass
-class Scores:
-    """Summed losses and errors of an epoch (or a dataset pass), per loss layer, and their frame counts."""
-
-    loss: Dict[str, float] = field(default_factory=dict)
-    error: Dict[str, float] = field(default_factory=dict)
-    frames: Dict[str, float] = field(default_factory=dict)
-
-    def add(self, results) -> None:
-        for name, (loss_sum, error_sum, frames) in results.items():
-            self.loss[name] = self.loss.get(name, 0.0) + float(loss_sum)
-            self.error[name] = self.error.get(name, 0.0) + float(error_sum)
-            self.frames[name] = self.frames.get(name, 0.0) + float(frames)
-
-    def normalized(self) -> Dict[str, Dict[str, float]]:
-        """Per loss layer: loss and error per valid frame."""
-        return {name: {"loss": self.loss[name] / max(self.frames[name], 1.0),
-                       "error": self.error[name] / max(self.frames[name], 1.0)} for name in self.loss}
-
-
-class Trainer:
-    """Runs epochs of training on a `CompiledNetwork`.
+class Trainer(EpochLoop):
+    """Runs epochs of training on a step model (`CompiledNetwork` or `FrontendModel`) on TensorFlow.
 
     The train and eval steps are `tf.function`s whose input signature leaves
     batch and time open, so they are traced once, not per batch shape.
+    With `accum_grad_steps` N > 1 the gradients of N batches are summed in variables and applied together at
+    every N-th batch (and at the end of an epoch, see `EpochLoop.train_epoch`).
     """
 
-    def __init__(self, model: CompiledNetwork, optimizer, batching: Optional[BatchSettings], clip_gradients=None,
-                 stop_on_nonfinite: bool = True, log=sys.stdout, maximize_grad_norm: float = 0.0):
+    def __init__(self, model, optimizer, batching: Optional[BatchSettings], clip_gradients=None,
+                 stop_on_nonfinite: bool = True, log=sys.stdout, maximize_grad_norm: float = 0.0,
+                 accum_grad_steps: int = 1):
         self.model = model
         self.maximize_grad_norm = maximize_grad_norm  # RETURNN's setting: see `_gradients`
         self.optimizer = optimizer
@@ -53,11 +32,21 @@ class Trainer:
         self.clip_gradients = clip_gradients
         self.stop_on_nonfinite = stop_on_nonfinite
         self.log = log
-        self.signature = model.input_signature(keys=model.network_input_keys())
+        self.accum_grad_steps = accum_grad_steps
+        self.signature = model.input_signature(keys=model.input_keys())
         self.step_count = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
+        """Updates applied so far (with accumulation: one per N batches)."""
+        self._accumulated = None
+        if accum_grad_steps > 1:
+            self._accumulated = [tf.Variable(tf.zeros_like(v), trainable=False) for v in model.trainable_params]
+            self._pending = tf.Variable(0, dtype=tf.int64, trainable=False, name="accumulated_batches")
+            self._flush_step = tf.function(self._flush, autograph=False)
         # our emission is plain TF calls: autograph has nothing to convert, and skipping it traces faster
         self.train_step = tf.function(self._train_step, input_signature=list(self.signature), autograph=False)
         self.eval_step = tf.function(self._eval_step, input_signature=list(self.signature), autograph=False)
+
+    def batches(self, dataset, settings):
+        return tf_batches(dataset, self.signature, settings)
 
     # --- compiled steps --------------------------------------------------------------
     def _results(self, losses):
@@ -69,9 +58,7 @@ class Trainer:
         the gradient of -f * (the global norm of the gradients), a second-order term."""
         with (tf.GradientTape() if self.maximize_grad_norm else contextlib.nullcontext()) as outer:
             with tf.GradientTape() as tape:
-                ctx = self.model.forward(inputs, lengths, training=True)
-                losses = self.model.losses(ctx)
-                objective = self.model.objective(losses, ctx)
+                losses, objective = self.model.step_losses(inputs, lengths, training=True)
             grads = tape.gradient(objective, variables)
             if not self.maximize_grad_norm:
                 return losses, objective, grads
@@ -83,71 +70,47 @@ class Trainer:
     def _train_step(self, inputs, lengths):
         variables = self.model.trainable_params
         losses, objective, grads = self._gradients(inputs, lengths, variables)
-        if self.clip_gradients is not None:
-            grads = self.clip_gradients(grads)
+        update = self._apply if self._accumulated is None else self._accumulate
         finite = tf.math.is_finite(objective)
         # a non-finite step changes nothing: the caller stops training with the last good checkpoint intact
         if self.stop_on_nonfinite:
-            tf.cond(finite, lambda: self._apply(grads, variables), lambda: tf.no_op())
+            tf.cond(finite, lambda: update(grads, variables), lambda: tf.no_op())
         else:
-            self._apply(grads, variables)
+            update(grads, variables)
         return self._results(losses), objective
 
     def _apply(self, grads, variables):
+        if self.clip_gradients is not None:
+            grads = self.clip_gradients(grads)
         self.optimizer.apply_gradients([(g, v) for g, v in zip(grads, variables) if g is not None])
         self.step_count.assign_add(1)
         return tf.no_op()
 
+    def _accumulate(self, grads, variables):
+        """Adds the batch's gradients to the sums; applies and clears them at every N-th batch."""
+        for total, grad in zip(self._accumulated, grads):
+            if grad is not None:
+                total.assign_add(tf.convert_to_tensor(grad))
+        self._pending.assign_add(1)
+        tf.cond(tf.equal(self._pending, self.accum_grad_steps), self._flush, lambda: tf.no_op())
+        return tf.no_op()
+
+    def _flush(self):
+        """Applies the summed gradients (clipped as configured, like one batch's) and clears them."""
+        variables = self.model.trainable_params
+
+        def apply():  # tf.function keeps the program order of these reads and writes of the same variables
+            self._apply([tf.identity(total) for total in self._accumulated], variables)
+            for total in self._accumulated:
+                total.assign(tf.zeros_like(total))
+            self._pending.assign(0)
+            return tf.no_op()
+        return tf.cond(self._pending > 0, apply, lambda: tf.no_op())
+
+    def flush(self) -> None:
+        if self._accumulated is not None:
+            self._flush_step()
+
     def _eval_step(self, inputs, lengths):
-        ctx = self.model.forward(inputs, lengths, training=False)
-        losses = self.model.losses(ctx)
-        return self._results(losses), self.model.objective(losses, ctx)
-
-    # --- epochs --------------------------------------------------------------------------
-    def train_epoch(self, dataset, epoch: int, last_checkpoint: Optional[str]) -> Scores:
-        scores = Scores()
-        dataset.init_epoch(epoch)
-        progress = Progress(total=dataset.num_seqs(), desc=f"epoch {epoch}", stream=self.log)
-        for step, (inputs, lengths) in enumerate(tf_batches(dataset, self.signature, self.batching), 1):
-            results, objective = self.train_step(inputs, lengths)
-            value = float(objective)
-            if not math.isfinite(value) and self.stop_on_nonfinite:
-                progress.close()
-                bad = [name for name, (loss_sum, _, _) in results.items() if not math.isfinite(float(loss_sum))]
-                raise TrainingError(
-                    f"the loss became {value} in epoch {epoch}, step {step} (loss of "
-                    f"{', '.join(repr(b) for b in bad) or 'the L2 term'}); this step's update was skipped. "
-                    + (f"The last good checkpoint is {last_checkpoint}." if last_checkpoint else
-                       "No checkpoint was written yet.")
-                    + " Try a lower learning_rate or gradient_clip_global_norm.")
-            scores.add(results)
-            num_seqs = int(next(iter(inputs.values())).shape[0])
-            progress.update(num_seqs, loss=value)
-        progress.close()
-        return scores
-
-    def evaluate(self, dataset, epoch: int) -> Scores:
-        """Losses and errors of a whole dataset pass (no training, no dropout)."""
-        scores = Scores()
-        dataset.init_epoch(epoch)
-        for inputs, lengths in tf_batches(dataset, self.signature, self.batching.whole_sequences()):
-            results, _ = self.eval_step(inputs, lengths)
-            scores.add(results)
-        return scores
-
-
-def format_duration(seconds: float) -> str:
-    seconds = int(seconds)
-    return f"{seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
-
-
-def format_scores(prefix: str, scores: Scores, loss_names: Dict[str, str], error_names: Dict[str, str]) -> List[str]:
-    """`train ce 0.118 fer 0.050` (with the layer name where there are several losses)."""
-    parts = []
-    normalized = scores.normalized()
-    several = len(normalized) > 1
-    for layer, values in normalized.items():
-        label = f"{layer}:" if several else ""
-        error = f" {error_names[layer]} {values['error']:.3f}" if error_names[layer] else ""
-        parts.append(f"{prefix} {label}{loss_names[layer]} {values['loss']:.3f}{error}")
-    return parts
+        losses, objective = self.model.step_losses(inputs, lengths, training=False)
+        return self._results(losses), objective

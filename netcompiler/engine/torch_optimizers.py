@@ -1,0 +1,126 @@
+"""The optimizer and gradient processing on PyTorch, from the same config keys as on TensorFlow.
+
+The config is read and checked by `optimizers.optimizer_settings` (one mechanism, the same errors for unknown
+or bad options); this module maps its Keras-named arguments to a `torch.optim` class. Defaults that differ
+between Keras and PyTorch are taken from Keras (the TensorFlow side), so both backends run the same optimizer:
+RMSProp's rho 0.9 (torch: alpha 0.99), Adadelta's rho 0.95 (torch: 0.9), Adagrad's initial accumulator 0.1
+(torch: 0), AdamW's weight decay 0.004 (torch: 0.01). Keras's ``weight_decay`` on Adam is decoupled, as
+PyTorch's AdamW does it, so Adam with a weight decay is `torch.optim.AdamW`.
+
+Gradient clipping (`gradient_clip`, `gradient_clip_norm`, `gradient_clip_global_norm`, in that order, the
+global norm taken before the other two, as on TensorFlow), `gradient_noise` and `gradient_nan_inf_filter` are
+applied to the parameters' ``.grad`` by `process_gradients_fn`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, List, Optional, Sequence
+
+import torch
+
+from ..errors import InvalidOptionError
+from .optimizers import gradient_clipping, gradient_noise, maximize_grad_norm, nan_inf_filter, optimizer_settings
+
+# class key -> (torch.optim class, {Keras argument: torch argument}, Keras defaults where torch's differ)
+_BETAS = {"beta_1": "betas.0", "beta_2": "betas.1", "epsilon": "eps"}
+_TORCH_CLASSES: Dict[str, Any] = {
+    "adam": ("Adam", dict(_BETAS, amsgrad="amsgrad", weight_decay="weight_decay"), {}),
+    "nadam": ("NAdam", dict(_BETAS), {}),
+    "adamw": ("AdamW", dict(_BETAS, amsgrad="amsgrad", weight_decay="weight_decay"), {"weight_decay": 0.004}),
+    "sgd": ("SGD", {"momentum": "momentum", "nesterov": "nesterov"}, {}),
+    "momentum": ("SGD", {"momentum": "momentum", "nesterov": "nesterov"}, {}),
+    "rmsprop": ("RMSprop", {"rho": "alpha", "momentum": "momentum", "epsilon": "eps", "centered": "centered"},
+                {"alpha": 0.9}),
+    "adagrad": ("Adagrad", {"initial_accumulator_value": "initial_accumulator_value", "epsilon": "eps"},
+                {"initial_accumulator_value": 0.1}),
+    "adadelta": ("Adadelta", {"rho": "rho", "epsilon": "eps"}, {"rho": 0.95}),
+}
+
+_LR_MULTIPLIER = "netcompiler_learning_rate_multiplier"  # kept in each param group
+
+
+def make_torch_optimizer(config: Any, params: Sequence[torch.nn.Parameter],
+                         learning_rate: Optional[float] = None) -> torch.optim.Optimizer:
+    """A `torch.optim` optimizer over `params` as the config describes (see the module doc)."""
+    settings = optimizer_settings(config, learning_rate)
+    class_name, mapping, defaults = _TORCH_CLASSES[settings.key]
+    if settings.key == "adam" and settings.kwargs.get("weight_decay"):
+        class_name = "AdamW"  # Keras's weight decay is decoupled: PyTorch's AdamW
+    kwargs: Dict[str, Any] = dict(defaults)
+    betas = [0.9, 0.999]
+    for option, value in settings.kwargs.items():
+        target = mapping.get(option)
+        if target is None:
+            raise InvalidOptionError(f"option {option!r} of optimizer class {settings.key!r} has no PyTorch "
+                                     f"counterpart", subject="config key 'optimizer'", option=option,
+                                     suggestion="remove it, or train with backend = 'tensorflow'")
+        if target.startswith("betas."):
+            betas[int(target[-1])] = value
+        else:
+            kwargs[target] = value
+    if "betas.0" in mapping.values():
+        kwargs["betas"] = tuple(betas)
+    if class_name == "Adam":
+        kwargs.pop("weight_decay", None)  # 0: nothing to decay (PyTorch's Adam would add it to the gradient)
+    optimizer = getattr(torch.optim, class_name)(list(params), lr=settings.learning_rate * settings.multiplier,
+                                                 **kwargs)
+    for group in optimizer.param_groups:
+        group[_LR_MULTIPLIER] = settings.multiplier
+    return optimizer
+
+
+def set_torch_learning_rate(optimizer: torch.optim.Optimizer, learning_rate: float) -> None:
+    """Sets the rate of every parameter group (times the config's ``learning_rate_multiplier``)."""
+    for group in optimizer.param_groups:
+        group["lr"] = float(learning_rate) * group.get(_LR_MULTIPLIER, 1.0)
+
+
+def clip_torch_gradients(grads: List[Optional[torch.Tensor]], clip: Dict[str, float]) -> List[Optional[torch.Tensor]]:
+    """The gradients clipped as `optimizers.gradient_clipping` says (by value, per-tensor norm, global norm with
+    the norm of the gradients as they came, as on TensorFlow); None entries stay None."""
+    present = [g for g in grads if g is not None]
+    global_norm = None
+    if clip["global_norm"] and present:
+        global_norm = torch.sqrt(sum(torch.sum(torch.square(g.double())) for g in present))
+    result = []
+    for grad in grads:
+        if grad is not None:
+            if clip["value"]:
+                grad = torch.clamp(grad, -clip["value"], clip["value"])
+            if clip["norm"]:
+                norm = torch.sqrt(torch.sum(torch.square(grad)))
+                grad = grad * (clip["norm"] / torch.maximum(norm, torch.tensor(clip["norm"], dtype=norm.dtype)))
+            if global_norm is not None:
+                scale = clip["global_norm"] / torch.maximum(global_norm, torch.tensor(clip["global_norm"],
+                                                                                       dtype=global_norm.dtype))
+                grad = grad * scale.to(grad.dtype)
+        result.append(grad)
+    return result
+
+
+def process_gradients_fn(config: Any) -> Optional[Callable[[List[torch.nn.Parameter]], None]]:
+    """`params -> None` that replaces each ``param.grad`` by its noisy, clipped, filtered version, as on
+    TensorFlow (`optimizers.clip_gradients_fn`); None when the config asks for none of these. RETURNN's
+    `maximize_grad_norm` is refused here: it needs a second-order term the PyTorch step does not compute."""
+    if maximize_grad_norm(config):
+        raise InvalidOptionError("maximize_grad_norm is not implemented on PyTorch",
+                                 subject="config key 'maximize_grad_norm'",
+                                 suggestion="remove it, or train with backend = 'tensorflow'")
+    clip = gradient_clipping(config)
+    noise = gradient_noise(config)
+    nan_inf = nan_inf_filter(config)
+    if not noise and not nan_inf and not any(clip.values()):
+        return None
+
+    def process(params: List[torch.nn.Parameter]) -> None:
+        grads = [p.grad for p in params]
+        if noise:
+            grads = [g if g is None else g + torch.nn.init.trunc_normal_(torch.empty_like(g), std=noise,
+                                                                         a=-2 * noise, b=2 * noise)
+                     for g in grads]
+        grads = clip_torch_gradients(grads, clip)
+        if nan_inf:
+            grads = [g if g is None else torch.nan_to_num(g, nan=0.0, posinf=0.0, neginf=0.0) for g in grads]
+        for param, grad in zip(params, grads):
+            param.grad = grad
+    return process

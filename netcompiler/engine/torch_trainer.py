@@ -1,0 +1,106 @@
+"""The PyTorch step runner: eager train/eval steps of a step model (see `emit.model.StepModel`)."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, Callable, Dict, List, Optional
+
+import numpy as np
+import torch
+
+from .batching import BatchSettings
+from .epochs import EpochLoop
+from .feeding import numpy_batches
+
+
+def to_torch(batch: Dict[str, Any]) -> Dict[str, torch.Tensor]:
+    """NumPy batch arrays as tensors (sharing their memory)."""
+    return {key: torch.from_numpy(np.ascontiguousarray(value)) for key, value in batch.items()}
+
+
+class TorchTrainer(EpochLoop):
+    """Runs epochs of training on a step model whose backend is PyTorch, with the TensorFlow `Trainer`'s
+    semantics: the objective's gradients, processed by `process_gradients` (noise, clipping, NaN filter: see
+    `torch_optimizers.process_gradients_fn`), applied by the optimizer; a step whose objective is not finite
+    changes nothing (the epoch loop then stops training). With `accum_grad_steps` N > 1 the gradients of N
+    batches are summed (PyTorch's ``.grad`` accumulation) and applied together at every N-th batch and at the
+    end of an epoch."""
+
+    def __init__(self, model, optimizer: Optional[torch.optim.Optimizer], batching: Optional[BatchSettings],
+                 process_gradients: Optional[Callable[[List[torch.nn.Parameter]], None]] = None,
+                 stop_on_nonfinite: bool = True, log=sys.stdout, accum_grad_steps: int = 1):
+        self.model = model
+        self.optimizer = optimizer
+        self.batching = batching
+        self.process_gradients = process_gradients
+        self.stop_on_nonfinite = stop_on_nonfinite
+        self.log = log
+        self.accum_grad_steps = accum_grad_steps
+        self.step_count = 0
+        """Updates applied so far (with accumulation: one per N batches)."""
+        self._pending = 0  # batches whose gradients are summed in .grad and not applied yet
+        self.params = list(model.trainable_params)
+
+    def batches(self, dataset, settings):
+        for inputs, lengths in numpy_batches(dataset, self.model.input_keys(), settings):
+            yield to_torch(inputs), to_torch(lengths)
+
+    # --- steps -------------------------------------------------------------------------
+    @staticmethod
+    def _results(losses):
+        zero = torch.zeros(())
+        return {v.name: (v.loss_sum.detach(), zero if v.error_sum is None else v.error_sum.detach(),
+                         v.num_frames.detach()) for v in losses}
+
+    def train_step(self, inputs, lengths):
+        if self._pending == 0:
+            self._zero_grad()
+        losses, objective = self.model.step_losses(inputs, lengths, training=True)
+        if self.stop_on_nonfinite and not torch.isfinite(objective.detach()):
+            return self._results(losses), objective.detach()  # no backward: the sums so far stay as they were
+        if objective.requires_grad:
+            objective.backward()
+        self._pending += 1
+        if self._pending == self.accum_grad_steps:
+            self.flush()
+        return self._results(losses), objective.detach()
+
+    def _zero_grad(self) -> None:
+        for param in self.params:
+            param.grad = None
+
+    def flush(self) -> None:
+        """Applies the summed gradients of the pending batches (clipped as configured) and clears them."""
+        if self._pending == 0:
+            return
+        if self.process_gradients is not None:
+            self.process_gradients(self.params)
+        self.optimizer.step()
+        self.step_count += 1
+        self._pending = 0
+        self._zero_grad()
+
+    def eval_step(self, inputs, lengths):
+        with torch.no_grad():
+            losses, objective = self.model.step_losses(inputs, lengths, training=False)
+        return self._results(losses), objective
+
+    # --- what checkpoints keep of the runner -------------------------------------------
+    def state_dict(self) -> Dict[str, Any]:
+        return {"step_count": self.step_count}
+
+    def load_state_dict(self, state: Dict[str, Any]) -> None:
+        self.step_count = int(state["step_count"])
+
+
+def inference_fn(fn: Callable) -> Callable:
+    """`fn(inputs, lengths)` on NumPy batches, run on tensors without recording gradients (forward, search)."""
+    def run(inputs, lengths):
+        with torch.no_grad():
+            return fn(to_torch(inputs), to_torch(lengths))
+    return run
+
+
+def seed_torch(seed: int) -> None:
+    """Seeds PyTorch's random numbers (dropout, noise) from the config's `random_seed`."""
+    torch.manual_seed(seed)
