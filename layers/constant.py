@@ -5,6 +5,7 @@ from typing import Any, List, Sequence, Tuple
 from netcompiler import frontend as rf
 from netcompiler.errors import TemplateMismatchError, closest_match
 from netcompiler.layer_base import NONE_TYPE, NUMBER, LayerBase, Option, ParamSpec
+from netcompiler.limits import dtype_range_text, fits_dtype
 from netcompiler.tensor import DTYPES, INT_DTYPES, SPATIAL, Data, Dim, Tensor, batch_dim
 
 
@@ -91,6 +92,10 @@ def _check_fits(layer: LayerBase, elements: List[Any], dtype: str) -> None:
         raise layer.error("option 'value' has numbers, but 'dtype' is bool", option="value")
     if dtype in INT_DTYPES and any(isinstance(x, float) and not x.is_integer() for x in elements):
         raise layer.error(f"option 'value' has non-integer numbers, but 'dtype' is {dtype}", option="value")
+    too_big = [x for x in elements if not fits_dtype(x, dtype)]
+    if too_big:
+        raise layer.error(f"option 'value' has {too_big[0]!r}, which does not fit the dtype {dtype} "
+                          f"({dtype_range_text(dtype)})", option="value", suggestion="give a larger 'dtype'")
     if dtype == "string":
         raise layer.error("option 'dtype' is 'string': string constants are not supported by netcompiler yet",
                           option="dtype")
@@ -113,6 +118,9 @@ class ConstantLayer(LayerBase):
         "dtype": Option(None, (str, NONE_TYPE)),
         "with_batch_dim": Option(False, (bool,)),
     }
+
+    def makes_batch_axis(self) -> bool:
+        return self.opts["with_batch_dim"]
 
     def make_output(self):
         value = self.opts["value"]
@@ -175,6 +183,9 @@ class VariableLayer(LayerBase):
         "trainable": Option(True, (bool,)),
         "init": Option(0, (str, dict) + NUMBER),
     }
+
+    def makes_batch_axis(self) -> bool:
+        return self.opts["add_batch_axis"]
 
     def make_output(self):
         dtype = check_dtype(self, self.opts["dtype"])

@@ -5,6 +5,7 @@ identity (see `broadcast_templates`); they compute through the op layer
 (`rf.combine`, `rf.compare`, `rf.where`, `rf.split`).
 """
 
+import ast
 import builtins
 import functools
 from typing import Any, List, Optional, Sequence, Tuple
@@ -13,7 +14,8 @@ from netcompiler import frontend as rf
 from netcompiler.emit.context import dropout
 from netcompiler.errors import DimMismatchError
 from netcompiler.layer_base import NONE_TYPE, LayerBase, Option, ParamSpec
-from netcompiler.tensor import DTYPES, FEATURE, FLOAT_DTYPES, Data, Dim, split_dim
+from netcompiler.limits import dtype_range_text, fits_dtype
+from netcompiler.tensor import DTYPES, FEATURE, FLOAT_DTYPES, INT_DTYPES, Data, Dim, split_dim
 
 from .activations import FEATURE_WISE, activate, check_activation
 
@@ -149,6 +151,42 @@ EVAL_BUILTINS = ("abs", "all", "any", "bool", "dict", "enumerate", "float", "int
                  "max", "min", "pow", "range", "round", "sum", "tuple", "zip", "True", "False", "None")
 
 
+_BOOL_FUNCTIONS = frozenset({
+    "equal", "not_equal", "less", "less_equal", "greater", "greater_equal", "logical_and", "logical_or",
+    "logical_not", "logical_xor", "is_nan", "is_inf", "is_finite", "isnan", "isinf", "isfinite", "eq", "ne", "lt",
+    "le", "gt", "ge",
+})
+
+
+def eval_result_dtype(expression: str, input_dtypes: Sequence[str]) -> Optional[str]:
+    """The dtype an `eval` expression obviously gives, or None if that is not obvious: a comparison or a
+    comparing function (tf.equal, tf.logical_and, tf.math.is_nan, ...) gives bool, a cast (tf.cast(x, 'int32'),
+    tf.cast(x, tf.int32)) its dtype, `source(i)` alone the i-th input's dtype."""
+    try:
+        tree = ast.parse(expression, mode="eval").body
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return None
+    if isinstance(tree, ast.Compare):
+        return "bool"
+    if not isinstance(tree, ast.Call):
+        return None
+    func = tree.func.attr if isinstance(tree.func, ast.Attribute) else \
+        tree.func.id if isinstance(tree.func, ast.Name) else None
+    if func in _BOOL_FUNCTIONS:
+        return "bool"
+    if func == "cast":
+        dtype = tree.args[1] if len(tree.args) > 1 else next((kw.value for kw in tree.keywords if kw.arg == "dtype"),
+                                                              None)
+        name = dtype.value if isinstance(dtype, ast.Constant) else dtype.attr if isinstance(dtype, ast.Attribute) \
+            else None
+        return name if name in DTYPES else None
+    if func == "source" and len(tree.args) == 1 and not tree.keywords and isinstance(tree.args[0], ast.Constant):
+        index = tree.args[0].value
+        if isinstance(index, int) and not isinstance(index, bool) and -len(input_dtypes) <= index < len(input_dtypes):
+            return input_dtypes[index]
+    return None
+
+
 class CombineLayer(LayerBase):
     """Folds its inputs with a binary elementwise operation (`kind`), broadcasting them (see
     `broadcast_templates`); optionally adds a bias and applies an activation.
@@ -219,8 +257,13 @@ class CombineLayer(LayerBase):
         if not self.opts["eval"]:
             raise self.error("kind 'eval' needs the option 'eval' (an expression over source(i))", option="eval")
         self._compiled_eval()
-        out = broadcast_templates(self, inputs)
-        return self._apply_out_type(out)
+        out = self._apply_out_type(broadcast_templates(self, inputs))
+        gives = eval_result_dtype(self.opts["eval"], [data.dtype for _, data in inputs])
+        if gives is not None and gives != out.dtype:
+            raise self.error(f"option 'eval': {self.opts['eval']!r} gives {gives} values, but the output dtype is "
+                             f"{out.dtype}", option="eval",
+                             suggestion=f"set 'out_type': {{'dtype': '{gives}'}}, or cast the result in the expression")
+        return out
 
     def _compiled_eval(self):
         expression = self.opts["eval"]
@@ -349,9 +392,24 @@ class CompareLayer(LayerBase):
         if len(inputs) == 1 and self.opts["value"] is None:
             raise self.error("comparing needs two inputs, or one input and a 'value'", option="value",
                              suggestion="add 'value' or a second input in 'from'")
-        check_same_dtype(self, inputs)
+        dtype = check_same_dtype(self, inputs)
+        self._check_value_fits(dtype)
         out = broadcast_templates(self, inputs)
         return out.copy(dtype="bool", sparse_dim=None)
+
+    def _check_value_fits(self, dtype: str) -> None:
+        """`value` becomes a constant of the inputs' dtype (a fractional one makes int inputs float32)."""
+        value = self.opts["value"]
+        if value is None:
+            return
+        if (dtype == "bool") != isinstance(value, bool):
+            raise self.error(f"option 'value' {value!r} cannot be compared with {dtype} inputs", option="value",
+                             suggestion="compare bools with True/False, numbers with numbers")
+        fractional = isinstance(value, float) and not value.is_integer()
+        if dtype in INT_DTYPES and not fractional and not fits_dtype(value, dtype):
+            raise self.error(f"option 'value' {value!r} does not fit the inputs' dtype {dtype} "
+                             f"({dtype_range_text(dtype)})", option="value",
+                             suggestion="cast the inputs to 'float64' with a 'cast' layer, or use a value in range")
 
     def emit(self, inputs):
         out, kind, value = self.output, self.opts["kind"], self.opts["value"]

@@ -5,6 +5,7 @@ from typing import Optional
 
 from netcompiler import frontend as rf
 from netcompiler.layer_base import NONE_TYPE, NUMBER, LayerBase, Option
+from netcompiler.limits import dtype_range_text, fits_dtype
 from netcompiler.tensor import FEATURE, INT_DTYPES, SPATIAL, Data, Dim, Tensor, batch_dim, pad_dim, resolve_dim
 
 from .constant import check_dtype
@@ -118,6 +119,10 @@ class RangeLayer(LayerBase):
 
     def make_output(self):
         limit, start, delta = (self.opts[k] for k in ("limit", "start", "delta"))
+        for key, value in (("start", start), ("limit", limit), ("delta", delta)):
+            if not math.isfinite(value):
+                raise self.error(f"option '{key}' is {value}; a range needs finite numbers", option=key,
+                                 suggestion="give a finite number, or use 'range_in_axis' for positions along an axis")
         if delta == 0:
             raise self.error("option 'delta' is 0; the range would never end", option="delta")
         steps = (limit - start) / delta
@@ -128,7 +133,14 @@ class RangeLayer(LayerBase):
         if dtype in ("bool", "string") or (dtype in INT_DTYPES and not all_ints):
             raise self.error(f"option 'dtype' {dtype} cannot hold range({start}, {limit}, {delta})", option="dtype",
                              suggestion="use 'float32'")
-        dim = self.new_dim(max(math.ceil(steps), 0), SPATIAL, f"{self.name}:range")
+        size = max(math.ceil(steps), 0)
+        last = start + (size - 1) * delta if size else start
+        if not (fits_dtype(start, dtype) and fits_dtype(last, dtype)):
+            raise self.error(f"option 'dtype' {dtype} cannot hold range({start}, {limit}, {delta}): its values "
+                             f"go from {start} to {last}, beyond {dtype_range_text(dtype)}", option="dtype",
+                             suggestion="use 'int64'" if fits_dtype(start, "int64") and fits_dtype(last, "int64")
+                             else "use a smaller range")
+        dim = self.new_dim(size, SPATIAL, f"{self.name}:range")
         return Data(self.name, (dim,), dtype, sparse_dim=self._sparse_dim(dim, all_ints))
 
     def emit(self, inputs):

@@ -95,6 +95,7 @@ class SubnetworkLayer(LayerBase):
         "load_on_init": Option(None, (str, dict, NONE_TYPE), doc="not supported"),
     }
     network_class = Network
+    _dependencies: Optional[List[LayerBase]] = None
 
     @classmethod
     def referenced_names(cls, d: Dict[str, Any]) -> List[Tuple[str, str]]:
@@ -159,5 +160,9 @@ class SubnetworkLayer(LayerBase):
         return [str(name) for name in self.subnetwork.net_dict]
 
     def dependencies(self) -> List[LayerBase]:
-        deps = super().dependencies()
-        return deps + [d for d in external_dependencies(self, self.subnetwork) if d not in deps]
+        # computed once: the inner network is built with this layer and never changes. Without the memo each
+        # nesting level asks every deeper level again, and the time doubles with each level (dump-net --dot).
+        if self._dependencies is None:
+            deps = super().dependencies()
+            self._dependencies = deps + [d for d in external_dependencies(self, self.subnetwork) if d not in deps]
+        return list(self._dependencies)

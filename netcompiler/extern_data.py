@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Dict, Optional
 
 from .errors import ConfigError, InvalidOptionError, UnknownOptionError, closest_match
+from .limits import INT64_MAX, beyond_int64, short_int
 from .tensor import DTYPES, FEATURE, SPATIAL, Data, Dim, batch_dim
 from .tensor.axes import resolve_axis
 
@@ -37,7 +38,7 @@ def data_from_options(key: str, opts: Dict[str, Any]) -> Data:
                                  suggestion=f"did you mean {closest_match(dtype, DTYPES)!r}?")
     dim = opts.get("dim")
     if dim is not None and not _positive_int(dim):
-        raise InvalidOptionError(f"'dim' must be a positive int, not {dim!r}", subject=subject, option="dim")
+        raise InvalidOptionError(f"'dim' must be a positive int (below 2**63), not {_shown(dim)}", subject=subject, option="dim")
     sparse_dim: Optional[Dim] = opts.get("sparse_dim")
     if sparse_dim is not None and not isinstance(sparse_dim, Dim):
         raise InvalidOptionError(f"'sparse_dim' must be a Dim, not {sparse_dim!r}", subject=subject,
@@ -85,7 +86,7 @@ def _dims_from_shape(key, opts, sparse, dim, subject):
     if shape is None:
         shape = (None,) if sparse else (None, dim)
     if not isinstance(shape, (list, tuple)) or not all(s is None or _positive_int(s) for s in shape):
-        raise InvalidOptionError(f"'shape' must be a tuple of ints and None, not {shape!r}", subject=subject,
+        raise InvalidOptionError(f"'shape' must be a tuple of ints (below 2**63) and None, not {_shown(shape)}", subject=subject,
                                  option="shape")
     dims = []
     dynamic_count = 0
@@ -110,8 +111,14 @@ def _dims_from_shape(key, opts, sparse, dim, subject):
     return dims
 
 
+def _shown(value) -> str:
+    """repr(value), with huge integers shortened (repr of an int of more than 4300 digits raises)."""
+    big = beyond_int64(value)
+    return repr(value) if big is None or big.bit_length() <= 256 else f"{type(value).__name__} with {short_int(big)}"
+
+
 def _positive_int(value) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value > 0
+    return isinstance(value, int) and not isinstance(value, bool) and 0 < value <= INT64_MAX
 
 
 def _role_dim(dims, axis, option, subject):

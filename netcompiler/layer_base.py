@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Any, Callable, ClassVar, Dict, List, Optional,
 from .errors import (
     ConfigError, DimMismatchError, InvalidOptionError, MissingOptionError, UnknownOptionError, closest_match,
 )
+from .initializer_spec import parse_initializer
+from .limits import beyond_int64, fits_int64, int64_error_parts, short_int
 from .registry import Registry
 from .tensor import FEATURE, FLOAT_DTYPES, Data, Dim, concat_dims
 
@@ -152,6 +154,22 @@ class LayerBase:
         self.output: Data = self.make_output()
         self.output = self._apply_out_checks(self.output)
         self.params: Dict[str, ParamSpec] = self.make_params()
+        self._check_emittable()
+
+    def _check_emittable(self) -> None:
+        """What emission could not run, refused now: sizes beyond int64, initializer names no backend knows."""
+        for dim in self.output.dims:
+            if isinstance(dim.size, int) and not fits_int64(dim.size):
+                problem, suggestion = int64_error_parts(dim.size)
+                raise self.error(f"its output dim '{dim.description}' has size {problem}", suggestion=suggestion)
+        for name, spec in self.params.items():
+            if not fits_int64(spec.num_elements):
+                raise self.error(f"parameter '{name}' would have {short_int(spec.num_elements)} elements, more than "
+                                 f"int64 can count", suggestion="use smaller sizes")
+            if isinstance(spec.init, (str, dict)):
+                option = next((key for key, value in self.opts.items()
+                               if key.endswith("init") and value is spec.init), None)
+                parse_initializer(spec.init, self.name, option)
 
     # --- class-level: registry and option checks -----------------------------
     def __init_subclass__(cls, register: bool = True, **kwargs):
@@ -191,6 +209,7 @@ class LayerBase:
                 suggestion=f"did you mean '{guess}'?" if guess else
                 f"options of '{cls.layer_class}': {', '.join(sorted(k for k in declared if k != 'class'))}",
             )
+        cls._check_int64(d, declared, layer)
         opts: Dict[str, Any] = {}
         for key, option in declared.items():
             if key in d:
@@ -210,6 +229,17 @@ class LayerBase:
             raise InvalidOptionError(f"option 'dropout' must be a rate in [0, 1), not {opts['dropout']!r}",
                                      layer=layer, option="dropout")
         return opts, notices
+
+    @staticmethod
+    def _check_int64(d: Dict[str, Any], declared: Dict[str, Option], layer: str) -> None:
+        """Integers in option values (also inside lists and dicts) must fit int64, as emission holds them."""
+        for key, value in d.items():
+            if key in declared and declared[key].ref != "network":  # nested networks check their own layers
+                big = beyond_int64(value)
+                if big is not None:
+                    problem, suggestion = int64_error_parts(big)
+                    raise InvalidOptionError(f"option '{key}' has the integer {problem}", layer=layer, option=key,
+                                             suggestion=suggestion)
 
     @classmethod
     def _check_value(cls, layer: str, key: str, option: Option, value: Any) -> None:
@@ -287,6 +317,11 @@ class LayerBase:
 
     def sub_layer_names(self) -> List[str]:
         return []
+
+    def makes_batch_axis(self) -> bool:
+        """Whether the output has a batch axis that no input gives (the batch size must come from the extern
+        data the network reads)."""
+        return False
 
     def dependencies(self) -> List["LayerBase"]:
         """Every layer this one reads: its sources, then layers named by other options."""

@@ -15,6 +15,8 @@ body (`netcompiler.loop_body.LoopBody`), which overrides `get_prev_layer` and
 
 from __future__ import annotations
 
+import contextlib
+import sys
 from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
 
 from .config import Config
@@ -23,7 +25,10 @@ from .errors import (
 )
 from .extern_data import extern_data_from_config
 from .layer_base import LayerBase, ParamSpec, get_layer_class
-from .references import BASE, DATA, PREV, STEP_INDEX, STEP_INDEX_TEXT, Reference, parse_reference, target_reference
+from .limits import fits_int64, int64_error_parts
+from .references import (
+    BASE, DATA, PREV, STEP_INDEX, STEP_INDEX_TEXT, Reference, check_layer_name, parse_reference, target_reference,
+)
 from .tensor import Data, Dim
 
 
@@ -51,6 +56,11 @@ class Network:
         self.config = config if config is not None else (parent.config if parent is not None else None)
         self.parent = parent
         self.prefix = prefix
+        for name in net_dict:
+            try:
+                check_layer_name(name, prefix.rstrip("/"))
+            except ConfigError as exc:
+                raise exc.with_context(location=self.location(name) if isinstance(name, str) else None)
         self.search = search or (parent is not None and parent.search)
         """Whether the network is built for beam search (`task = "search"`): `choice` layers search."""
         self.layers: Dict[str, LayerBase] = {}
@@ -67,7 +77,22 @@ class Network:
         for name in self._build_order(roots):
             if name not in self.layers:
                 self._construct(name)
+        if self.parent is None:
+            self._check_batch_size_source()
         return self
+
+    def _check_batch_size_source(self) -> None:
+        """A layer that adds a batch axis of its own (constant with_batch_dim, variable add_batch_axis) takes the
+        batch size from the extern data the network reads; a network that reads none cannot run."""
+        if self._extern_names:
+            return
+        for layer in self.all_layers():
+            if layer.makes_batch_axis():
+                local = layer.name.split("/")[0]
+                raise ConfigError("its output has a batch axis, but the network reads no extern data that could "
+                                  "give the batch size", layer=layer.name, location=self.location(local),
+                                  suggestion="let some layer read 'data' (e.g. 'from': 'data'), or drop the batch "
+                                             "axis (with_batch_dim=False / add_batch_axis=False)")
 
     def rebuild(self) -> "Network":
         """Infers every layer built so far again, as fresh layer objects from the same dict.
@@ -237,6 +262,10 @@ class Network:
     def layer_dim(self, layer: str, size: Optional[int], kind: str, description: str) -> Dim:
         """The Dim layer `layer` (full path) creates under `description` and `kind`: the one it created
         before if the size is still the same, else a new one (remembered for the next inference)."""
+        if size is not None and not fits_int64(size):
+            problem, suggestion = int64_error_parts(size)
+            raise InvalidOptionError(f"its new dim '{description}' would have size {problem}", layer=layer,
+                                     suggestion=suggestion)
         key = (layer, description, kind)
         dim = self.dim_memo.get(key)
         if dim is None or dim.size != size:
@@ -371,14 +400,70 @@ class Network:
                 yield f"{layer.param_scope}/{name}", layer, spec
 
     def all_layers(self) -> Iterator[LayerBase]:
-        """Every built layer, nested networks' layers right after their owner's inputs, in build order."""
-        for layer in self.layers.values():
-            inner = getattr(layer, "subnetwork", None)
-            if isinstance(inner, Network):
-                yield from inner.all_layers()
-            yield layer
-            for sub in getattr(layer, "built_sub_layers", lambda: [])():
-                yield sub
+        """Every built layer, nested networks' layers right after their owner's inputs, in build order.
+        Iterative (a stack of iterators), so that deep nesting needs no Python recursion."""
+        stack: List[Iterator[Any]] = [iter(self.layers.values())]
+        while stack:
+            item = next(stack[-1], None)
+            if item is None:
+                stack.pop()
+            elif isinstance(item, _AfterInner):  # the owner's nested layers are done: the owner comes next
+                yield item.layer
+                yield from getattr(item.layer, "built_sub_layers", lambda: [])()
+            else:
+                stack.append(iter([_AfterInner(item)]))
+                inner = getattr(item, "subnetwork", None)
+                if isinstance(inner, Network):
+                    stack.append(iter(inner.layers.values()))
+
+
+class _AfterInner:
+    """A mark in `Network.all_layers`' walk: `layer`'s nested network has been listed."""
+
+    def __init__(self, layer: LayerBase):
+        self.layer = layer
+
+
+FRAMES_PER_NESTING_LEVEL = 10
+"""Python frames that building and dumping take per level of nested networks: 6 measured (build_network plus the
+three dump formats of 50 to 400 nested subnetworks need a recursion limit of 20 + 6 per level), with room to spare."""
+
+
+def nesting_depth(net_dict: Any) -> int:
+    """How deep networks nest in `net_dict` (1: no nested network); counts every dict-valued option of a layer
+    as a possible nested network. Iterative."""
+    deepest = 0
+    todo = [(net_dict, 1)]
+    while todo:
+        net, depth = todo.pop()
+        if not isinstance(net, dict):
+            continue
+        deepest = max(deepest, depth)
+        for d in net.values():
+            if isinstance(d, dict):
+                todo.extend((value, depth + 1) for value in d.values() if isinstance(value, dict))
+    return deepest
+
+
+def _stack_depth() -> int:
+    depth, frame = 0, sys._getframe()
+    while frame is not None:
+        depth, frame = depth + 1, frame.f_back
+    return depth
+
+
+@contextlib.contextmanager
+def recursion_room(net_dict: Any) -> Iterator[None]:
+    """Raises Python's recursion limit (for this block) so that building networks nested as deep as `net_dict`
+    cannot hit it: construction recurses once per level (a subnetwork layer builds its network)."""
+    old = sys.getrecursionlimit()
+    needed = _stack_depth() + 200 + FRAMES_PER_NESTING_LEVEL * nesting_depth(net_dict)
+    if needed > old:
+        sys.setrecursionlimit(needed)
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(old)
 
 
 def build_network(config: Config, extern_data: Optional[Dict[str, Data]] = None, search: bool = False) -> Network:
@@ -387,7 +472,9 @@ def build_network(config: Config, extern_data: Optional[Dict[str, Data]] = None,
         extern = extern_data if extern_data is not None else extern_data_from_config(config.values)
     except ConfigError as exc:
         raise exc.with_context(location=SourceLocation(config.path) if config.path else None)
-    return Network(config.network, extern, config=config, search=search).build()
+    net_dict = config.network
+    with recursion_room(net_dict):
+        return Network(net_dict, extern, config=config, search=search).build()
 
 
 def build_from_dict(net_dict: Dict[str, Any], extern_data: Dict[str, Any]) -> Network:

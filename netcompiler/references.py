@@ -20,6 +20,10 @@ A loss target is not a reference but names one (`target_reference`):
 "layer:R" is reference R, any other string extern data key; none means
 "classes", as in RETURNN.
 
+Layer names themselves are checked by `check_layer_name`: a name that a
+reference would read as something else ("data", "data:x", "x/y") or that
+cannot be written (empty, control characters) is refused.
+
 Malformed strings (empty, "prev:", "data:", "base:", an empty path part as in
 "x//y", a control character, an unknown prefix such as "pref:x", or not a
 string at all) raise `MalformedReferenceError` naming the option.
@@ -31,7 +35,7 @@ import functools
 from dataclasses import dataclass
 from typing import Optional, Tuple, Union
 
-from .errors import MalformedReferenceError, closest_match
+from .errors import ConfigError, MalformedReferenceError, closest_match
 
 LAYER = "layer"
 DATA = "data"
@@ -149,3 +153,33 @@ def _layer_path(kind: str, text: str) -> Union[Reference, Tuple[str, Optional[st
     if "" in parts:
         return "it has an empty part between '/'", "write 'layer/sublayer'"
     return Reference(kind, parts[0], tuple(parts[1:]))
+
+
+def check_layer_name(name: object, network: str = "") -> None:
+    """Raises a ConfigError if `name` (a key of the network dict `network`) cannot be a layer's name:
+    not a string, empty, with a control character, or written like a reference to something else."""
+    where = f"network '{network}'" if network else "the network"
+    if not isinstance(name, str):
+        raise ConfigError(f"{where} has a layer named {name!r} ({type(name).__name__}); layer names are "
+                                    f"strings", subject="network", suggestion=f"write '{name}'")
+    problem, suggestion = _name_problem(name)
+    if problem:
+        raise ConfigError(f"{where} has a layer named {name!r}, which {problem}", subject="network",
+                                    suggestion=suggestion)
+
+
+def _name_problem(name: str) -> Tuple[Optional[str], Optional[str]]:
+    if not name:
+        return "is empty", "give the layer a name"
+    if not name.isprintable():
+        return "contains a control character", "use letters, digits and '_'"
+    safe = "".join(c if c.isalnum() or c == "_" else "_" for c in name).strip("_") or "layer"
+    if name == "data" or name.startswith("data:"):
+        return (f"is how references name extern data: '{name}' would always read the data, never this layer",
+                f"rename the layer, e.g. '{safe}_layer'")
+    if "/" in name:
+        return "has '/', which references read as 'layer/sublayer'", f"rename the layer, e.g. '{safe}'"
+    prefix, colon, _ = name.partition(":")
+    if colon and (prefix in _PREFIXES or not prefix):
+        return f"starts like the reference prefix '{prefix}:'", f"rename the layer, e.g. '{safe}'"
+    return None, None

@@ -1,0 +1,74 @@
+"""What emission can hold, checked at template time: integers and sizes fit int64, constants fit their dtype.
+
+TensorFlow and PyTorch keep sizes and integer constants in 64 bits; a config value beyond that builds a
+template fine (Python ints have no bound) and crashes only when the step is made. Pure Python, no framework.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional, Tuple
+
+INT64_MIN, INT64_MAX = -2 ** 63, 2 ** 63 - 1
+
+INT_DTYPE_RANGES = {
+    "int8": (-2 ** 7, 2 ** 7 - 1), "int16": (-2 ** 15, 2 ** 15 - 1), "int32": (-2 ** 31, 2 ** 31 - 1),
+    "int64": (INT64_MIN, INT64_MAX), "uint8": (0, 2 ** 8 - 1), "uint16": (0, 2 ** 16 - 1),
+    "uint32": (0, 2 ** 32 - 1), "uint64": (0, 2 ** 64 - 1),
+}
+"""Integer dtype -> (smallest, largest) value it holds."""
+
+MAX_WALKED_ITEMS = 100_000
+"""`beyond_int64` looks at no more items than this in one value (a config value is never that big)."""
+
+
+def fits_int64(value: int) -> bool:
+    return INT64_MIN <= int(value) <= INT64_MAX
+
+
+def beyond_int64(value: Any) -> Optional[int]:
+    """The first integer inside `value` (nested lists, tuples, sets and dict values; iteratively) that does not
+    fit int64, or None."""
+    todo = [value]
+    walked = 0
+    while todo and walked < MAX_WALKED_ITEMS:
+        item = todo.pop()
+        walked += 1
+        if isinstance(item, bool):
+            continue
+        if isinstance(item, int):
+            if not fits_int64(item):
+                return item
+        elif isinstance(item, (list, tuple, set, frozenset)):
+            todo.extend(item)
+        elif isinstance(item, dict):
+            todo.extend(item.values())
+    return None
+
+
+def fits_dtype(value: Any, dtype: str) -> bool:
+    """Whether the number `value` can be a constant of integer dtype `dtype` without changing its value (any
+    number fits a float dtype: a too large one becomes inf, as in NumPy)."""
+    limits = INT_DTYPE_RANGES.get(dtype)
+    if limits is None or isinstance(value, bool):
+        return True
+    if isinstance(value, float) and not value.is_integer():
+        return False  # NaN, inf, fractions
+    return limits[0] <= value <= limits[1]
+
+
+def dtype_range_text(dtype: str) -> str:
+    low, high = INT_DTYPE_RANGES[dtype]
+    return f"{low} .. {high}"
+
+
+def short_int(value: int) -> str:
+    """`value` as text; a huge one by its number of digits (printing an int of more than 4300 digits raises)."""
+    if value.bit_length() <= 256:
+        return str(value)
+    return f"{'-' if value < 0 else ''}<an integer of {value.bit_length()} bits>"
+
+
+def int64_error_parts(value: int) -> Tuple[str, str]:
+    """(what is wrong, suggestion) for an integer beyond int64."""
+    return (f"{short_int(value)}, which does not fit in int64 (TensorFlow and PyTorch keep sizes and integers in "
+            f"64 bits)", f"use a value in {INT64_MIN} .. {INT64_MAX}")
