@@ -5,6 +5,10 @@ calls the backend of its Tensors' raw values (`netcompiler/backends/`). Ops
 that cross a dynamic Dim mask its padded frames. Names follow RETURNN's
 frontend (`rf.matmul(a, b, reduce=dim)`, `rf.reduce(x, mode="max", axis=dim)`,
 `rf.softmax(x, axis=dim)`).
+
+On top of the ops, the model-building API of RETURNN's frontend: `rf.Module`, `rf.Parameter`, `rf.init`,
+containers, `rf.Linear`, `rf.Embedding`, ... (parameters live on the backend `rf.select_backend_torch()` /
+`rf.select_backend_tf()` chose, or the run context's).
 """
 
 from ..tensor import Data, Dim, Tensor, batch_dim
@@ -21,7 +25,8 @@ from .loops import (
     with_dependencies,
 )
 from .loss import (
-    binary_cross_entropy, collapse_repeated, ctc_decode, ctc_loss, edit_distance, softmax_cross_entropy_with_logits,
+    binary_cross_entropy, collapse_repeated, cross_entropy, ctc_decode, ctc_loss, edit_distance, label_smoothing,
+    softmax_cross_entropy_with_logits,
 )
 from .math import (
     ACTIVATIONS, abs, activation, cast, clip_by_value, combine, compare, cos, elu, erf, exp, gelu, is_finite, log,
@@ -41,6 +46,18 @@ from .run_ctx import MarkedLoss, RunContext, SizeTable, current_run_ctx, get_run
 from .sequence import take_frames, window
 from .shape import merge_dims_packed
 from .user_code import UserCodeResultError, raw_for_user_code, tensor_from_user_code, user_code_globals
+
+from . import init
+from .activations import (
+    ceil, expm1, floor, gating, identity, log1p, relu_square, round, safe_log, selu, swish,
+)
+from .backend_select import select_backend, select_backend_tf, select_backend_torch, selected_backend
+from .container import ModuleList, ParameterList, Sequential, sequential
+from .linear import Embedding, Linear
+from .model_parameter import Parameter
+from .module import Functional, Module
+from .random_state import get_random_seed, set_random_seed
+from .state import State
 
 Tensor._ops = _math  # the operators of Tensor (a + b, a < b, -a) run through the op layer
 Tensor._marks = _run_ctx  # Tensor.mark_as_loss/mark_as_output record in the current run

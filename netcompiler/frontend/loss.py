@@ -1,5 +1,6 @@
-"""Ops for losses, addressed by Dim: cross entropies (`softmax_cross_entropy_with_logits`, `binary_cross_entropy`),
-CTC (`ctc_loss`, `ctc_decode`, `collapse_repeated`) and `edit_distance` of label sequences.
+"""Ops for losses, addressed by Dim: cross entropies (`cross_entropy` as RETURNN's frontend has it,
+`softmax_cross_entropy_with_logits`, `binary_cross_entropy`), `label_smoothing`, CTC (`ctc_loss`, `ctc_decode`,
+`collapse_repeated`) and `edit_distance` of label sequences.
 
 Sequence ops take the per-sequence lengths of their spatial dims from the run
 context; a new spatial dim they make (decoded or collapsed labels) gets its
@@ -12,8 +13,53 @@ from typing import Any, Optional, Tuple
 
 from ..tensor import SPATIAL, Data, Dim, Tensor
 from ._dispatch import backend_for, result_roles
-from .array import permute
+from .array import gather, permute, range_over_dim
+from .math import cast, compare, log, where
+from .reduce import matmul
 from .run_ctx import get_run_ctx
+
+ESTIMATED_TYPES = ("logits", "probs", "log-probs")
+
+
+def cross_entropy(*, estimated: Tensor, target: Tensor, axis: Dim, estimated_type: str) -> Tensor:
+    """-sum over `axis` of target * log(estimated): the dims of `estimated` without `axis` (and those of `target`
+    it lacks). `estimated` holds logits, probabilities or log-probabilities over `axis` (`estimated_type`);
+    `target` is a distribution over `axis` or class indices sparse over it."""
+    if estimated_type not in ESTIMATED_TYPES:
+        raise ValueError(f"cross_entropy: estimated_type must be one of {ESTIMATED_TYPES}, not {estimated_type!r}")
+    if not estimated.has_dim(axis):
+        raise ValueError(f"cross_entropy: the estimate {estimated.data.describe()} has no axis {axis}")
+    if target.sparse_dim is not None and target.sparse_dim != axis:
+        raise ValueError(f"cross_entropy: the targets are indices into {target.sparse_dim}, not into the axis {axis}")
+    if target.sparse_dim is None and not target.has_dim(axis):
+        raise ValueError(f"cross_entropy: the dense target {target.data.describe()} has no axis {axis} (sparse "
+                         f"targets need sparse_dim {axis})")
+    if estimated_type == "logits":
+        return softmax_cross_entropy_with_logits(logits=estimated, targets=target, axis=axis)
+    log_prob = log(estimated) if estimated_type == "probs" else estimated
+    if target.sparse_dim is not None:
+        return -gather(log_prob, indices=target, axis=axis)
+    return -matmul(target, log_prob, reduce=axis)
+
+
+def label_smoothing(prob: Tensor, smoothing: float, *, axis: Optional[Dim] = None) -> Tensor:
+    """`prob` mixed with the uniform distribution over `axis`: prob (1 - smoothing) + smoothing / |axis|. Class
+    indices (sparse over `axis`) become that distribution over `axis`. `axis` defaults to the sparse dim or the
+    feature dim."""
+    axis = axis or prob.sparse_dim or prob.feature_dim
+    if axis is None or axis.size is None:
+        raise ValueError(f"label_smoothing: needs a static axis to smooth over; {prob.data.describe()} has none, "
+                         f"pass axis=")
+    floor = smoothing / axis.size
+    if prob.sparse_dim is not None:
+        if prob.sparse_dim != axis:
+            raise ValueError(f"label_smoothing: the indices are into {prob.sparse_dim}, not into {axis}")
+        classes = cast(range_over_dim(axis), prob.dtype)
+        is_target = compare(prob.copy(sparse_dim=None), "equal", classes)  # the dims of prob, then axis
+        return where(is_target, 1.0 - smoothing + floor, floor)
+    if not prob.has_dim(axis):
+        raise ValueError(f"label_smoothing: {prob.data.describe()} has no axis {axis}")
+    return prob * (1.0 - smoothing) + floor
 
 
 def softmax_cross_entropy_with_logits(*, logits: Tensor, targets: Tensor, axis: Dim) -> Tensor:
