@@ -26,13 +26,16 @@ class Scores:
 
     def add(self, results) -> None:
         for name, (loss_sum, error_sum, frames) in results.items():
-            self.loss[name] = self.loss.get(name, 0.0) + float(loss_sum)
+            if loss_sum is None:  # an error only (a frontend loss marked as_error): it has no loss
+                self.loss.setdefault(name, None)
+            else:
+                self.loss[name] = (self.loss.get(name) or 0.0) + float(loss_sum)
             self.error[name] = self.error.get(name, 0.0) + float(error_sum)
             self.frames[name] = self.frames.get(name, 0.0) + float(frames)
 
     def normalized(self) -> Dict[str, Dict[str, float]]:
         """Per loss layer: loss and error per valid frame."""
-        return {name: {"loss": self.loss[name] / max(self.frames[name], 1.0),
+        return {name: {"loss": None if self.loss[name] is None else self.loss[name] / max(self.frames[name], 1.0),
                        "error": self.error[name] / max(self.frames[name], 1.0)} for name in self.loss}
 
 
@@ -48,7 +51,8 @@ def accum_grad_steps(value) -> int:
 
 def nonfinite_error(value: float, results, epoch: int, step: int, last_checkpoint: Optional[str]) -> TrainingError:
     """The error that stops training after a step whose objective was NaN or inf (its update was skipped)."""
-    bad = [name for name, (loss_sum, _, _) in results.items() if not math.isfinite(float(loss_sum))]
+    bad = [name for name, (loss_sum, _, _) in results.items()
+           if loss_sum is not None and not math.isfinite(float(loss_sum))]
     return TrainingError(
         f"the loss became {value} in epoch {epoch}, step {step} (loss of "
         f"{', '.join(repr(b) for b in bad) or 'the L2 term'}); this step's update was skipped. "
@@ -115,7 +119,10 @@ def format_scores(prefix: str, scores: Scores, loss_names: Dict[str, str], error
     normalized = scores.normalized()
     several = len(normalized) > 1
     for layer, values in normalized.items():
-        label = f"{layer}:" if several else ""
+        label = f"{layer}:" if several and loss_names[layer] != layer else ""  # a frontend loss is its own label
         error = f" {error_names[layer]} {values['error']:.3f}" if error_names[layer] else ""
+        if values["loss"] is None:  # an error only: `dev fer 0.050`
+            parts.append(f"{prefix}{error}")
+            continue
         parts.append(f"{prefix} {label}{loss_names[layer]} {values['loss']:.3f}{error}")
     return parts

@@ -14,6 +14,7 @@ from ..config import Config, load_config
 from ..dump import format_text
 from ..errors import CheckpointError, ConfigError, InvalidOptionError, ModelFolderError
 from ..network import build_network
+from .frontend_model import is_frontend_config
 
 
 def run_task(config_path: str, overrides: Sequence[str] = (), task: Optional[str] = None, log=None) -> int:
@@ -40,13 +41,22 @@ def _run_task(config: Config, task: Optional[str], log) -> int:
     if task not in TASKS:
         raise InvalidOptionError(f"task {task!r} unknown", subject="config key 'task'",
                                  suggestion=f"use one of {', '.join(TASKS)}")
-    network = build_network(config, search=task == "search")
+    frontend = is_frontend_config(config.values)  # the model as Python code (get_model): no network dict
+    if frontend and task == "search":
+        raise ConfigError("--task search needs a layer-dict network; this config defines its model with "
+                          "get_model", subject="config", suggestion="use --task forward with a forward_step")
+    network = None if frontend else build_network(config, search=task == "search")
     if task == "search":
         _build_search_output(network, config.get("search_output_layer", "output"))
-    for notice in config.notices + network.notices:
+    for notice in config.notices + (network.notices if network is not None else []):
         print(f"notice: {notice}", file=sys.stderr)
-    print(format_text(network), file=log)
+    if network is not None:
+        print(format_text(network), file=log)
     session = Session(config, network, log)
+    if frontend:
+        from .frontend_dump import format_frontend_text
+
+        print(format_frontend_text(session.model), file=log)
     try:
         if task == "train":
             session.train()
@@ -145,7 +155,12 @@ class Session:
                           f"backend 'torch'", file=sys.stderr)
         else:
             tf.random.set_seed(seed)
-        self.model = CompiledNetwork(network, seed=seed, backend=self.backend)
+        if network is None:  # a frontend config: get_model() on the backend (see frontend_model.py)
+            from .frontend_model import FrontendModel
+
+            self.model = FrontendModel(config, self.backend)
+        else:
+            self.model = CompiledNetwork(network, seed=seed, backend=self.backend)
         self.model_prefix = self._model_prefix()
         self.lock = None
 
@@ -210,7 +225,8 @@ class Session:
             opts = dict(opts, seq_ordering=self.config.get("batching"))
         dataset = make_dataset(opts, key)
         # class indices are checked against the network's dims (extern_data), which is what TF indexes with
-        dataset.expect_dims({k: d.dim for k, d in self.model.network.extern_data.items() if d.sparse})
+        extern = self.model.extern_data if hasattr(self.model, "extern_data") else self.model.network.extern_data
+        dataset.expect_dims({k: d.dim for k, d in extern.items() if d.sparse})
         return dataset
 
     def checkpoint_manager(self, clean: bool = True):
@@ -379,6 +395,13 @@ class Session:
         path = self._restore_for_inference("forward")
         layer_name = self.config.get("forward_output_layer", "output")
         output_file = self.config.get("output_file") or f"{self.model_prefix}.forward.hdf"
+        if hasattr(self.model, "forward_outputs"):  # a frontend model: what its forward_step marks as output
+            from .frontend_forward import forward_frontend_to_hdf
+
+            count = forward_frontend_to_hdf(self.model, self.dataset(key), output_file, self.batching())
+            print(f"wrote the default output of forward_step for {count} sequences of '{key}' to {output_file} "
+                  f"(parameters from {path})", file=self.log)
+            return
         count = forward_to_hdf(self.model, self.dataset(key), layer_name, output_file, self.batching())
         print(f"wrote the outputs of layer '{layer_name}' for {count} sequences of '{key}' to {output_file} "
               f"(parameters from {path})", file=self.log)
@@ -429,6 +452,7 @@ class Session:
 def _score_record(prefix: str, scores) -> Dict[str, float]:
     record = {}
     for layer, values in scores.normalized().items():
-        record[f"{prefix}_score_{layer}"] = values["loss"]
+        if values["loss"] is not None:  # None: an error only (a frontend loss marked as_error)
+            record[f"{prefix}_score_{layer}"] = values["loss"]
         record[f"{prefix}_error_{layer}"] = values["error"]
     return record

@@ -50,7 +50,8 @@ class Trainer(EpochLoop):
 
     # --- compiled steps --------------------------------------------------------------
     def _results(self, losses):
-        return {v.name: (v.loss_sum, v.error_sum if v.error_sum is not None else tf.constant(0.0), v.num_frames)
+        return {v.name: (v.loss_sum,  # None for an error only (a frontend loss marked as_error)
+                         v.error_sum if v.error_sum is not None else tf.constant(0.0), v.num_frames)
                 for v in losses}
 
     def _gradients(self, inputs, lengths, variables):
