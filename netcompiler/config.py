@@ -1,8 +1,11 @@
 """Loading a config file: it is Python; its top-level names are the settings.
 
 `network` and `extern_data` (or `num_inputs`/`num_outputs`) define the
-network; everything else is kept for the trainer. RETURNN settings that
-netcompiler does not use yet are accepted with a notice. Each layer entry of
+network; everything else is kept for the trainer. Every setting RETURNN
+defines is in the table `KEY_KINDS`: used (implemented), no effect (accepted
+with a notice saying why) or refused (compile-net stops: ignoring it would
+change the result). Unknown keys that look like a misspelled one get a "did
+you mean" notice. Each layer entry of
 the `network` literal is mapped to its line, for error messages.
 """
 
@@ -15,6 +18,16 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence
 
 from .errors import ConfigError, ConfigFileError, SourceLocation, closest_match
 
+# --- the table of config keys ----------------------------------------------------------------------------
+# Every setting RETURNN (or netcompiler) defines is one of three kinds:
+USED = "used"
+"""Implemented: netcompiler reads it and it does what it does in RETURNN."""
+NO_EFFECT = "no effect"
+"""Accepted with a notice: it changes nothing that netcompiler computes (logging, devices, debugging)."""
+REFUSED = "refused"
+"""Not implemented, and ignoring it would change the result: compile-net refuses to run (dump-net says so in a
+notice). Set to its no-op value (`RefusedKey.inert`) it is accepted with a notice."""
+
 # Settings netcompiler reads (the trainer documents their meaning).
 USED_KEYS = frozenset({
     "network", "extern_data", "num_inputs", "num_outputs", "task", "train", "dev", "eval", "batch_size",
@@ -24,24 +37,123 @@ USED_KEYS = frozenset({
     "newbob_relative_error_threshold", "min_learning_rate", "gradient_clip", "gradient_clip_global_norm",
     "num_epochs", "save_interval", "model", "load", "import_model_train_epoch1", "learning_rate_file",
     "adam", "nadam", "random_seed", "forward_output_layer", "output_file", "eval_datasets",
-    "log_batch_size", "accum_grad_multiple_step", "stop_on_nonfinite_train_score", "cache_size",
-    "tf_log_dir", "cleanup_old_models", "train_epoch_split", "newbob_error_threshold", "momentum",
+    "accum_grad_multiple_step", "stop_on_nonfinite_train_score", "tf_log_dir", "cleanup_old_models",
+    "newbob_error_threshold", "momentum", "start_epoch",
     "optimizer_epsilon", "learning_rates", "newbob_relative_error_div_by_old", "gradient_clip_norm", "adagrad",
     "adadelta", "rmsprop", "optimize_move_layers_out", "search_output_layer", "search_data", "search_do_eval",
     "search_output_file", "search_output_file_format", "gradient_noise", "gradient_nan_inf_filter",
     "maximize_grad_norm", "backend",
 })
 
-# RETURNN settings that are accepted but have no effect here (yet).
-RETURNN_KEYS_NOT_USED = frozenset({
-    "use_tensorflow", "device", "log", "log_verbosity", "multiprocessing", "update_on_device", "tf_log_memory_usage",
-    "debug_print_layer_output_template", "debug_add_check_numerics_on_output", "debug_mode", "tf_session_opts",
-    "truncation", "window", "starting_epoch", "learning_rate_control_min_num_epochs_per_new_lr",
-    "save_interval_n_step", "max_seq_length_eval", "use_learning_rate_control_always", "pretrain",
-    "behavior_version", "log_file", "target", "config",
-    "nadam_opts", "adam_opts", "decouple_constraints", "accum_grad_multiple_step_sorted", "use_last_best_model",
-    "debug_add_check_numerics_ops", "search_train_network_layers",
-})
+# Settings that change nothing here: key -> why (shown in the notice).
+NO_EFFECT_KEYS: Dict[str, str] = {
+    "use_tensorflow": "the backend is chosen by 'backend'",
+    "device": "TensorFlow/PyTorch place the computation", "update_on_device": "the backend places the update",
+    "multiprocessing": "datasets are read in the training process",
+    "log": "compile-net prints to stdout/stderr", "log_file": "compile-net prints to stdout/stderr",
+    "log_verbosity": "compile-net prints one line per epoch", "log_batch_size": "the progress line shows "
+    "sequences per epoch; batch sizes are not logged",
+    "tf_log_memory_usage": "memory is not logged", "tf_session_opts": "netcompiler runs TensorFlow 2 eagerly "
+    "or in tf.function, without a session",
+    "debug_print_layer_output_template": "dump-net prints the templates",
+    "debug_add_check_numerics_on_output": "non-finite losses stop training anyway",
+    "debug_add_check_numerics_ops": "non-finite losses stop training anyway", "debug_mode": "debugging only",
+    "truncation": "RETURNN's TensorFlow backend ignores it too", "behavior_version": "netcompiler has one "
+    "behaviour (RETURNN's newest)", "config": "the config object itself",
+    "cache_size": "datasets are read without a cache; results are the same",
+    "save_interval_n_step": "checkpoints are written per epoch ('save_interval'), so a crash costs at most "
+    "the current epoch",
+    "search_train_network_layers": "the trained network is the one built for training",
+    "calculate_exp_loss": "the exp scores (perplexities) are not reported; training is unchanged",
+}
+
+
+class RefusedKey:
+    """Why ignoring a key would change the result, its no-op values and what to do instead."""
+
+    def __init__(self, why: str, suggestion: str, inert: Iterable[Any] = (None, False)):
+        self.why = why
+        self.suggestion = suggestion
+        self.inert = tuple(inert)
+
+    def is_inert(self, value: Any) -> bool:
+        return any(value is v or (type(value) is type(v) and value == v) for v in self.inert)
+
+
+REFUSED_KEYS: Dict[str, RefusedKey] = {
+    "pretrain": RefusedKey("RETURNN's pretraining trains a growing network in the first epochs; netcompiler "
+                           "trains the full network from epoch 1", "remove it, or pretrain with RETURNN and "
+                           "continue with import_model_train_epoch1", inert=(None, False, "", {})),
+    "get_network": RefusedKey("it builds a different network per epoch; netcompiler trains one 'network'",
+                              "define 'network' (the network of the last epoch)"),
+    "train_epoch_split": RefusedKey("it splits each epoch of the train data into parts", "set 'partition_epoch': "
+                                    "N in the train dataset instead", inert=(None, 1)),
+    "use_last_best_model": RefusedKey("it reloads the best epoch's parameters during training, which "
+                                      "netcompiler does not do", "remove it"),
+    "window": RefusedKey("it concatenates neighbouring input frames (a sliding window)",
+                         "add a 'window' layer to the network", inert=(None, 1)),
+    "learning_rate_control_min_num_epochs_per_new_lr": RefusedKey(
+        "it delays newbob's decisions, which netcompiler's learning-rate control does not", "remove it",
+        inert=(None, 0, 1)),
+    "use_learning_rate_control_always": RefusedKey("it matters only with 'pretrain', which is not supported",
+                                                   "remove it"),
+    "max_seq_length_eval": RefusedKey("it would drop long sequences from the dev/eval scores",
+                                      "remove it (every sequence is evaluated)"),
+    "target": RefusedKey("a default target other than 'classes' is not read by the losses",
+                         "give 'target' in each loss layer", inert=(None, "classes")),
+    "adam_opts": RefusedKey("optimizer options are not passed on", "use the 'optimizer' dict, e.g. "
+                            "{'class': 'adam', 'epsilon': 1e-8}", inert=(None, {})),
+    "nadam_opts": RefusedKey("optimizer options are not passed on", "use the 'optimizer' dict, e.g. "
+                             "{'class': 'nadam', 'epsilon': 1e-8}", inert=(None, {})),
+    "decouple_constraints": RefusedKey("decoupled weight decay is not implemented", "remove it (L2 is added to "
+                                       "the loss)"),
+    "accum_grad_multiple_step_sorted": RefusedKey("batches are not sorted for gradient accumulation",
+                                                  "remove it"),
+}
+
+KEY_KINDS: Dict[str, str] = {**{key: USED for key in USED_KEYS}, **{key: NO_EFFECT for key in NO_EFFECT_KEYS},
+                             **{key: REFUSED for key in REFUSED_KEYS}}
+"""The table: every known config key and its kind (USED, NO_EFFECT or REFUSED)."""
+
+RETURNN_KEYS_NOT_USED = frozenset(NO_EFFECT_KEYS)
+"""The keys accepted with a notice (the old name of NO_EFFECT_KEYS)."""
+
+
+def writes_checkpoints(values: Dict[str, Any]) -> bool:
+    """False for `model = None` set explicitly (as in RETURNN: training saves no model); an unset `model` means
+    the default path out/<config name>/model."""
+    return not ("model" in values and values["model"] is None)
+
+
+def model_notices(values: Dict[str, Any]) -> List[str]:
+    if writes_checkpoints(values):
+        return []
+    return ["config key 'model' is None: training writes no checkpoints (as in RETURNN), so a crash loses the "
+            "whole run and eval/forward need 'load'"]
+
+
+def tensorboard_dir(values: Dict[str, Any], model_prefix: str) -> str:
+    """Where training writes its TensorBoard logs: `tf_log_dir`, else "tensorboard" beside the checkpoints."""
+    directory = values.get("tf_log_dir")
+    if directory is None:
+        return os.path.join(os.path.dirname(model_prefix) or ".", "tensorboard")
+    if not isinstance(directory, str) or not directory:
+        raise ConfigError(f"expected a folder name, got {directory!r}", subject="config key 'tf_log_dir'",
+                          suggestion="e.g. tf_log_dir = 'out/tensorboard'")
+    return directory
+
+
+def key_notice(key: str, value: Any) -> Optional[str]:
+    """The notice for a set key: why it has no effect, or that compile-net refuses it; None for a used key."""
+    if key in NO_EFFECT_KEYS:
+        return f"config key '{key}' has no effect in netcompiler ({NO_EFFECT_KEYS[key]}); ignored"
+    refused = REFUSED_KEYS.get(key)
+    if refused is None:
+        return None
+    if refused.is_inert(value):
+        return f"config key '{key}' is {value!r}, which changes nothing; ignored"
+    return f"config key '{key}' is not supported: {refused.why}; compile-net refuses it -- {refused.suggestion}"
+
 
 _PRIVATE_PREFIXES = ("_",)
 
@@ -56,15 +168,24 @@ class Config:
         self._lines = None  # parsed from `source` only when a message needs a line
         self.overridden: frozenset = frozenset()  # keys set on the command line (++key value)
         self.notices: List[str] = [
-            f"config key '{key}' is a RETURNN setting that netcompiler does not use yet; ignored"
-            for key in sorted(values) if key in RETURNN_KEYS_NOT_USED
-        ] + [
+            notice for notice in (key_notice(key, values[key]) for key in sorted(values)) if notice is not None
+        ] + model_notices(values) + [
             f"config key '{key}' is no setting netcompiler knows -- did you mean '{guess}'?"
             for key, guess in _near_misses(values)
         ]
 
     def get(self, key: str, default: Any = None) -> Any:
         return self.values.get(key, default)
+
+    def check_refused(self) -> None:
+        """A ConfigError for the first set key that netcompiler refuses (see REFUSED_KEYS): running without it
+        would silently give another result than RETURNN."""
+        for key in sorted(self.values):
+            refused = REFUSED_KEYS.get(key)
+            if refused is not None and not refused.is_inert(self.values[key]):
+                raise ConfigError(f"{refused.why}; netcompiler does not support it",
+                                  subject=f"config key '{key}'", suggestion=refused.suggestion,
+                                  location=self.key_location(key))
 
     def __contains__(self, key: str) -> bool:
         return key in self.values
@@ -118,7 +239,7 @@ class Config:
 def _near_misses(values: Dict[str, Any]):
     """(key, known setting) for keys that look like a misspelled setting. A config may define any helper
     names, so only plain values (numbers, strings, lists, dicts) with a close match are suspects."""
-    known = USED_KEYS | RETURNN_KEYS_NOT_USED
+    known = KEY_KINDS
     for key in sorted(values):
         if key not in known and isinstance(values[key], (int, float, str, list, tuple, dict, type(None))):
             guess = closest_match(key, known)

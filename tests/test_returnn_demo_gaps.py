@@ -26,7 +26,7 @@ def test_demo_keys_are_known(key, used):
     assert (key in USED_KEYS) == used and (key in RETURNN_KEYS_NOT_USED) != used
     notices = Config({key: 1}).notices
     assert not any("did you mean" in n for n in notices)
-    assert any(f"'{key}'" in n and "does not use yet; ignored" in n for n in notices) != used
+    assert any(f"'{key}' has no effect in netcompiler" in n and "; ignored" in n for n in notices) != used
 
 
 def test_nan_inf_filter_sets_non_finite_entries_to_zero_after_clipping():

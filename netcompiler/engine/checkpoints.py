@@ -48,11 +48,11 @@ import shutil
 import stat
 import uuid
 from collections import deque
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import tensorflow as tf
 
-from ..errors import CheckpointError
+from ..errors import CheckpointError, InvalidOptionError, closest_match
 
 SIDECAR_SUFFIX = ".meta.json"
 INDEX_SUFFIX = ".index"
@@ -559,3 +559,182 @@ class CheckpointManager:
 
 __all__ = ["CheckpointManager", "checkpoint_path", "complete_checkpoints", "is_disk_full", "latest_complete",
            "read_sidecar", "remove_incomplete", "restore", "verify_match", "with_previous_hint"]
+
+
+# --- which epoch training starts with (RETURNN's start_epoch) -------------------------------------------------
+def start_epoch_setting(value: Any) -> Optional[int]:
+    """RETURNN's `start_epoch`: "auto" (None here: after the newest complete checkpoint) or the first epoch to
+    train, a whole number >= 1 (epoch N starts from the checkpoint of epoch N-1)."""
+    if value is None or value == "auto":
+        return None
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InvalidOptionError(f"expected 'auto' or an epoch >= 1, got {value!r}", subject="config key 'start_epoch'",
+                                 suggestion="use start_epoch = 'auto' (resume after the newest checkpoint)")
+    return value
+
+
+def restore_for_start_epoch(manager, start: Optional[int], objects: Mapping[str, Any]
+                            ) -> Optional[Tuple[int, Dict[str, Any]]]:
+    """Restores what training from epoch `start` needs (None: the newest checkpoint); returns (epoch restored,
+    extra), or None to start from scratch. Checkpoints of epochs >= `start` are never overwritten: refused."""
+    if start is None:
+        return manager.restore_latest(objects)
+    complete = dict(manager.complete())
+    later = [path for epoch, path in sorted(complete.items()) if epoch >= start]
+    if later:
+        raise InvalidOptionError(
+            f"start_epoch = {start}, but checkpoints of epoch {start} and later exist ({', '.join(later[:3])}"
+            f"{', ...' if len(later) > 3 else ''}); they are never overwritten", subject="config key 'start_epoch'",
+            suggestion="remove them, use another 'model' path, or start_epoch = 'auto'")
+    if start == 1:
+        return None
+    previous = complete.get(start - 1)
+    if previous is None:
+        have = ", ".join(str(epoch) for epoch in sorted(complete)) or "none"
+        raise InvalidOptionError(
+            f"start_epoch = {start} starts from the checkpoint of epoch {start - 1} ('{manager.path_for(start - 1)}'),"
+            f" which does not exist (complete checkpoints of epochs: {have})", subject="config key 'start_epoch'",
+            suggestion="use start_epoch = 'auto', or an epoch right after an existing checkpoint")
+    return start - 1, manager.restore(previous, objects)
+
+
+# --- RETURNN's cleanup_old_models ----------------------------------------------------------------------------
+COMPLETENESS_MARKERS = (INDEX_SUFFIX, ".pt")
+"""The file whose existence makes a checkpoint complete (TensorFlow's, PyTorch's): removed first."""
+
+
+class CleanupRules:
+    """Which checkpoints `cleanup_old_models` keeps, with RETURNN's rules: the last `keep_last_n` (2), the best
+    `keep_best_n` (4) by each recorded score, and the epochs in `keep` (default: a pattern over `num_epochs`,
+    `default_keep_epochs`). Stricter than RETURNN: the newest checkpoint and the best one by each score are
+    always kept, whatever the numbers say."""
+
+    OPTIONS = ("keep_last_n", "keep_best_n", "keep")
+
+    def __init__(self, keep_last_n: int = 2, keep_best_n: int = 4, keep: Optional[Sequence[int]] = None):
+        self.keep_last_n = keep_last_n
+        self.keep_best_n = keep_best_n
+        self.keep = None if keep is None else set(keep)
+
+    @classmethod
+    def from_setting(cls, value: Any) -> Optional["CleanupRules"]:
+        """The rules of the config value: None/False: no clean-up; True: the defaults; a dict: its options."""
+        if value is None or value is False:
+            return None
+        if value is True:
+            return cls()
+        if not isinstance(value, dict):
+            raise InvalidOptionError(f"expected True or a dict of {', '.join(cls.OPTIONS)}, got {value!r}",
+                                     subject="config key 'cleanup_old_models'",
+                                     suggestion="e.g. cleanup_old_models = {'keep_last_n': 2, 'keep_best_n': 4}")
+        for key in value:
+            if key not in cls.OPTIONS:
+                guess = closest_match(str(key), cls.OPTIONS)
+                raise InvalidOptionError(f"option {key!r} unknown (options: {', '.join(cls.OPTIONS)})",
+                                         subject="config key 'cleanup_old_models'",
+                                         suggestion=f"did you mean '{guess}'?" if guess else None)
+        counts = {key: value.get(key, default) for key, default in (("keep_last_n", 2), ("keep_best_n", 4))}
+        for key, count in counts.items():
+            if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+                raise InvalidOptionError(f"'{key}' must be a whole number >= 0, got {count!r}",
+                                         subject="config key 'cleanup_old_models'")
+        keep = value.get("keep")
+        if keep is not None and (not isinstance(keep, (list, tuple, set, range)) or not all(
+                isinstance(e, int) and not isinstance(e, bool) for e in keep)):
+            raise InvalidOptionError(f"'keep' must be a list of epochs, got {keep!r}",
+                                     subject="config key 'cleanup_old_models'")
+        return cls(counts["keep_last_n"], counts["keep_best_n"], keep)
+
+    def epochs_to_keep(self, epochs: Sequence[int], scores: Mapping[int, Mapping[str, float]],
+                       num_epochs: int) -> set:
+        """The epochs among `epochs` (those with a checkpoint) whose checkpoints stay; `scores`: epoch ->
+        recorded scores (lower is better, as in RETURNN)."""
+        epochs = sorted(epochs)
+        keep = set(self.keep if self.keep is not None else default_keep_epochs(num_epochs))
+        keep.update(epochs[-max(self.keep_last_n, 1):])
+        for key in sorted({key for epoch in epochs for key in scores.get(epoch, {})}):
+            ranked = sorted((value, epoch) for epoch in epochs for k, value in scores.get(epoch, {}).items()
+                            if k == key and value == value)  # NaN scores rank nowhere
+            keep.update(epoch for _, epoch in ranked[:max(self.keep_best_n, 1)])
+        return keep & set(epochs)
+
+    def apply(self, manager, scores: Mapping[int, Mapping[str, float]], num_epochs: int) -> List[str]:
+        """Removes the checkpoints of `manager` that the rules do not keep; returns their paths."""
+        complete = dict(manager.complete())
+        keep = self.epochs_to_keep(list(complete), scores, num_epochs)
+        removed = []
+        for epoch in sorted(set(complete) - keep):
+            remove_checkpoint(manager.model_prefix, epoch)
+            removed.append(complete[epoch])
+        return removed
+
+
+def default_keep_epochs(num_epochs: int) -> set:
+    """RETURNN's default `keep` of cleanup_old_models: every `every`-th epoch and `first`, 2*`first`, 4*`first`,
+    ... up to `num_epochs`, with (every, first) growing with the number of epochs."""
+    if num_epochs <= 10:
+        every, first = 4, 5
+    elif num_epochs <= 50:
+        every, first = 20, 5
+    elif num_epochs <= 100:
+        every, first = 40, 10
+    else:
+        every, first = 80 * _next_power_of_two(1 + num_epochs // 240), 20
+    keep = set(range(every, num_epochs + 1, every))
+    doubled = first
+    while doubled <= num_epochs:
+        keep.add(doubled)
+        doubled *= 2
+    return keep
+
+
+def _next_power_of_two(n: int) -> int:
+    return 1 << max(n - 1, 0).bit_length()
+
+
+def remove_checkpoint(model_prefix: str, epoch: int) -> None:
+    """Deletes the checkpoint of `epoch` (any backend's files): its completeness marker first, so that a crash
+    in between leaves an incomplete checkpoint, which the next run's clean-up removes."""
+    directory, base = _split(model_prefix)
+    stem = f"{base}.{epoch:03d}."
+    names = [n for n in _listdir(directory) if n.startswith(stem)]
+    for name in sorted(names, key=lambda n: not n.endswith(COMPLETENESS_MARKERS)):
+        path = os.path.join(directory, name)
+        if os.path.isdir(path):
+            continue
+        os.unlink(path)
+    _fsync_dir(directory)
+
+
+class NoCheckpoints:
+    """The checkpoints of a training run with `model = None` (RETURNN: no model is saved): none are found and
+    none are written. Restoring a given path (`import_model_train_epoch1`) goes to `reader`, a manager made
+    with clean=False (it touches no files)."""
+
+    def __init__(self, reader):
+        self.reader = reader
+        self.model_prefix = reader.model_prefix
+
+    def complete(self) -> List[Tuple[int, str]]:
+        return []
+
+    def latest_complete(self) -> None:
+        return None
+
+    def latest_path(self) -> None:
+        return None
+
+    def restore_latest(self, objects: Mapping[str, Any]) -> None:
+        return None
+
+    def save(self, epoch: int, objects: Mapping[str, Any], extra: Optional[Mapping[str, Any]] = None,
+             *, overwrite: bool = False) -> None:
+        return None
+
+    def restore(self, path: str, objects: Mapping[str, Any]) -> Dict[str, Any]:
+        return self.reader.restore(path, objects)
+
+    def with_previous_hint(self, error: CheckpointError, path: str, *, training: bool) -> CheckpointError:
+        return error

@@ -49,7 +49,7 @@ import json
 import math
 import os
 import tempfile
-from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from ..errors import CheckpointError, InvalidOptionError, closest_match
 
@@ -125,6 +125,13 @@ def _check_error_measure(value: Any) -> Optional[List[str]]:
         return list(value)
     raise _key_error("learning_rate_control_error_measure",
                      f"expected a score name such as 'dev_score_output' (or a list of them), got {value!r}")
+
+
+def score_names(loss_layers: Sequence[str], with_dev: bool) -> List[str]:
+    """The scores a training run records per epoch for its loss layers: "train_score_<layer>",
+    "train_error_<layer>", and the same with "dev_" when there is a dev set."""
+    prefixes = ("train", "dev") if with_dev else ("train",)
+    return [f"{prefix}_{kind}_{layer}" for prefix in prefixes for layer in loss_layers for kind in ("score", "error")]
 
 
 def _flatten_scores(scores: Mapping[str, Any]) -> Dict[str, float]:
@@ -269,6 +276,19 @@ class LearningRateControl:
             self.learning_rate_for_epoch(epoch)
         self.epochs[epoch].scores.update(scores)
         self.save()
+
+    def check_error_measure(self, score_names: Sequence[str]) -> None:
+        """Before training: `learning_rate_control_error_measure` must name one of the scores the run will record
+        (`score_names`), else the first epoch would end in this error, after all its work."""
+        if self.error_measure is None or self._measure_key(dict.fromkeys(score_names)) is not None:
+            return
+        wanted = self.error_measure[0]
+        near = closest_match(wanted.split(":")[0], score_names)
+        extra = " (':exp' scores are not computed: calculate_exp_loss has no effect)" if ":exp" in wanted else ""
+        raise _key_error("learning_rate_control_error_measure",
+                         f"score {wanted!r} is not among the scores this run records "
+                         f"({', '.join(score_names) or 'none'}){extra}",
+                         suggestion=f"did you mean {near!r}?" if near else "set it to one of these score names")
 
     def forget_after(self, epoch: int) -> None:
         """Drops what is recorded for epochs after `epoch` (when training restarts from there)."""

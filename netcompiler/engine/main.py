@@ -41,6 +41,7 @@ def _run_task(config: Config, task: Optional[str], log) -> int:
     if task not in TASKS:
         raise InvalidOptionError(f"task {task!r} unknown", subject="config key 'task'",
                                  suggestion=f"use one of {', '.join(TASKS)}")
+    config.check_refused()  # settings that would silently change the result
     frontend = is_frontend_config(config.values)  # the model as Python code (get_model): no network dict
     if frontend and task == "search":
         raise ConfigError("--task search needs a layer-dict network; this config defines its model with "
@@ -281,15 +282,21 @@ class Session:
 
     # --- tasks -----------------------------------------------------------------------------
     def train(self) -> None:
-        from .learning_rate import LearningRateControl
+        from ..config import tensorboard_dir, writes_checkpoints
         from .batching import positive_int_setting
+        from .checkpoints import CleanupRules, NoCheckpoints
+        from .learning_rate import LearningRateControl, score_names
         from .epochs import format_duration, format_scores
 
         tf = self.tf
         values = self.config.values
         num_epochs = positive_int_setting(self.config.get("num_epochs", 5), "num_epochs")
         save_interval = positive_int_setting(self.config.get("save_interval", 1), "save_interval")
-        learning_rates = LearningRateControl.from_config(values, self.model_prefix)
+        writes = writes_checkpoints(values)  # model = None: no checkpoints, no history file, no lock
+        learning_rates = LearningRateControl.from_config(values, self.model_prefix if writes else None)
+        learning_rates.check_error_measure(  # before any work: a wrong key would end the first epoch
+            score_names(list(self.model.loss_names()[0]), values.get("dev") is not None))
+        cleanup = CleanupRules.from_setting(values.get("cleanup_old_models"))
         if self.torch:
             from .torch_optimizers import make_torch_optimizer, set_torch_learning_rate as set_learning_rate
 
@@ -301,8 +308,9 @@ class Session:
         trainer = self.step_runner(optimizer)
         train_data = self.dataset("train")  # mistakes in the datasets are found before the lock makes the folder
         dev_data = self.dataset("dev", required=False)
-        self.lock_model("train")
-        checkpoints = self.checkpoint_manager()
+        if writes:
+            self.lock_model("train")
+        checkpoints = self.checkpoint_manager() if writes else NoCheckpoints(self.checkpoint_manager(clean=False))
         if self.torch:
             state = dict(self.model_state(), optimizer=optimizer, step=trainer)
         else:
@@ -313,7 +321,7 @@ class Session:
         # since, e.g. a lower learning_rate after a non-finite loss) decides them anew.
         learning_rates.forget_after(start_epoch - 1)
         loss_names, error_names = self.model.loss_names()
-        summary = tf.summary.create_file_writer(os.path.join(os.path.dirname(self.model_prefix) or ".", "tensorboard"))
+        summary = tf.summary.create_file_writer(tensorboard_dir(values, self.model_prefix))
         last_checkpoint = checkpoints.latest_path()
         if start_epoch > num_epochs:
             print(f"all {num_epochs} epochs are done (checkpoint {last_checkpoint})", file=self.log)
@@ -331,7 +339,9 @@ class Session:
                 record.update(_score_record("dev", dev_scores))
             learning_rates.record(epoch, record)
             if epoch % save_interval == 0 or epoch == num_epochs:
-                last_checkpoint = checkpoints.save(epoch, state, {"learning_rate": lr})
+                last_checkpoint = checkpoints.save(epoch, state, {"learning_rate": lr}) or last_checkpoint
+                if cleanup is not None:
+                    cleanup.apply(checkpoints, {e: s for e, (_, s) in learning_rates.history().items()}, num_epochs)
             with summary.as_default(step=epoch):
                 for name, value in record.items():
                     tf.summary.scalar(name, value)
@@ -341,8 +351,10 @@ class Session:
 
     def _resume_or_import(self, checkpoints, state) -> int:
         """The first epoch to train: after the newest complete checkpoint, or 1 (optionally importing one)."""
+        from .checkpoints import restore_for_start_epoch, start_epoch_setting
+
         try:
-            restored = checkpoints.restore_latest(state)
+            restored = restore_for_start_epoch(checkpoints, start_epoch_setting(self.config.get("start_epoch")), state)
         except CheckpointError as exc:
             raise checkpoints.with_previous_hint(exc, checkpoints.latest_path(), training=True) from None
         if restored is not None:
