@@ -50,10 +50,29 @@ def _dump(args) -> int:
     from .network import build_network
 
     config = load_config(args.config, args.overrides)
+    from .engine.frontend_model import is_frontend_config
+
+    if is_frontend_config(config.values):  # a model as Python code: its parameters and the losses it marks
+        return _dump_frontend(config, args)
     network = build_network(config)
     _print_notices(config.notices + network.notices)
     formatter = format_json if args.json else format_dot if args.dot else format_text
     print(formatter(network))
+    return 0
+
+
+def _dump_frontend(config, args) -> int:
+    from .engine.frontend_dump import format_frontend_text
+    from .engine.frontend_model import FrontendModel
+    from .engine.main import backend_name
+    from .errors import ConfigError
+
+    if args.json or args.dot:
+        raise ConfigError("--json and --dot show layer-dict networks; this config defines its model with get_model "
+                          "(its layer-dict view comes with the layer-dict backend)", subject="dump-net",
+                          suggestion="run dump-net without --json/--dot")
+    _print_notices(config.notices)
+    print(format_frontend_text(FrontendModel(config, backend_name(config))))
     return 0
 
 

@@ -79,7 +79,9 @@ class FrontendModel:
     model (the protocol `emit.model.StepModel` documents: params, trainable_params, checkpoint_root,
     step_losses, loss_names, input_keys, input_signature)."""
 
-    def __init__(self, config, backend: str = "torch", *, epoch: int = 1, step: int = 0):
+    def __init__(self, config, backend: str = "torch", *, epoch: int = 1, step: int = 0, seed: Optional[int] = None):
+        """`seed`: where given, rf's parameter initialisation restarts from it (`rf.set_random_seed`) before
+        get_model() runs (a plain PyTorch model draws from torch's generator, which the session seeds)."""
         check_frontend_config(config)
         self.config = config
         self.backend = get_backend(backend)
@@ -87,6 +89,8 @@ class FrontendModel:
         self.model_outputs: Dict[str, Data] = _templates(config, "model_outputs")
         self._train_step: Callable = config.values["train_step"]
         self._forward_step: Optional[Callable] = config.values.get("forward_step")
+        if seed is not None:
+            rf.set_random_seed(seed)
         with rf.RunContext(self.backend, training=False):  # parameters made here exist before any step is traced
             self.model = config.values["get_model"](epoch=epoch, step=step)
         if self.model is None:

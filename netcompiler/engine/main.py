@@ -159,7 +159,7 @@ class Session:
         if network is None:  # a frontend config: get_model() on the backend (see frontend_model.py)
             from .frontend_model import FrontendModel
 
-            self.model = FrontendModel(config, self.backend)
+            self.model = FrontendModel(config, self.backend, seed=seed)
         else:
             self.model = CompiledNetwork(network, seed=seed, backend=self.backend)
         self.model_prefix = self._model_prefix()
