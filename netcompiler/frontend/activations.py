@@ -4,16 +4,18 @@
 
 from __future__ import annotations
 
+import math
 from typing import Callable, Optional, Tuple
 
 from ..tensor import Dim, Tensor
 from .array import split
-from .math import activation, clip_by_value, exp, log, relu, sigmoid, silu, square
+from .math import activation, exp, log, relu, sigmoid, silu, square, where
 
 swish = silu
 
-_TINY = {"float16": 6e-08, "bfloat16": 9.1835e-41, "float32": 1.4013e-45, "float64": 4.9407e-324}
-"""The smallest positive value of each float dtype: `safe_log` clips to it."""
+_TINY = {"float16": 6.1035e-05, "bfloat16": 1.1755e-38, "float32": 1.1755e-38, "float64": 2.2251e-308}
+"""The smallest normal value of each float dtype (`safe_log`'s default floor; smaller, subnormal values may be
+flushed to zero, as TensorFlow's CPU kernels do)."""
 
 
 def identity(x: Tensor) -> Tensor:
@@ -51,10 +53,12 @@ def relu_square(x: Tensor) -> Tensor:
 
 
 def safe_log(x: Tensor, *, eps: Optional[float] = None) -> Tensor:
-    """log of `x` clipped below to `eps` (default: the dtype's smallest positive value), so log(0) is finite."""
+    """log of `x`, with values below `eps` (default: the dtype's smallest normal value) taken as `eps`: finite,
+    and a zero gradient there (also in float32, where 1 / eps would overflow)."""
     if eps is None:
         eps = _TINY[x.dtype]
-    return log(clip_by_value(x, eps, float("inf")))
+    large = x >= eps
+    return where(large, log(where(large, x, 1.0)), math.log(eps))
 
 
 def gating(x: Tensor, *, axis: Optional[Dim] = None, gate_func: Callable = sigmoid, act_func: Callable = identity,

@@ -14,7 +14,8 @@ from typing import Any, Optional, Tuple
 from ..tensor import SPATIAL, Data, Dim, Tensor
 from ._dispatch import backend_for, result_roles
 from .array import gather, permute, range_over_dim
-from .math import cast, compare, log, where
+from .activations import safe_log
+from .math import cast, compare, where
 from .reduce import matmul
 from .run_ctx import get_run_ctx
 
@@ -23,8 +24,8 @@ ESTIMATED_TYPES = ("logits", "probs", "log-probs")
 
 def cross_entropy(*, estimated: Tensor, target: Tensor, axis: Dim, estimated_type: str) -> Tensor:
     """-sum over `axis` of target * log(estimated): the dims of `estimated` without `axis` (and those of `target`
-    it lacks). `estimated` holds logits, probabilities or log-probabilities over `axis` (`estimated_type`);
-    `target` is a distribution over `axis` or class indices sparse over it."""
+    it lacks). `estimated` holds logits, probabilities or log-probabilities over `axis` (`estimated_type`; the
+    log of probabilities is `safe_log`'s); `target` is a distribution over `axis` or class indices sparse over it."""
     if estimated_type not in ESTIMATED_TYPES:
         raise ValueError(f"cross_entropy: estimated_type must be one of {ESTIMATED_TYPES}, not {estimated_type!r}")
     if not estimated.has_dim(axis):
@@ -36,7 +37,8 @@ def cross_entropy(*, estimated: Tensor, target: Tensor, axis: Dim, estimated_typ
                          f"targets need sparse_dim {axis})")
     if estimated_type == "logits":
         return softmax_cross_entropy_with_logits(logits=estimated, targets=target, axis=axis)
-    log_prob = log(estimated) if estimated_type == "probs" else estimated
+    # probabilities that underflowed to 0 (e.g. on padded frames) give a large finite loss and no NaN gradient
+    log_prob = safe_log(estimated) if estimated_type == "probs" else estimated
     if target.sparse_dim is not None:
         return -gather(log_prob, indices=target, axis=axis)
     return -matmul(target, log_prob, reduce=axis)

@@ -1,0 +1,378 @@
+"""The frontend's model-building API (rf.Module, rf.Parameter, rf.init, containers and the modules) on TensorFlow
+and PyTorch: parameter names and counts as RETURNN names them, initial values equal on both backends for one seed,
+outputs and gradients equal on both and equal to NumPy references on ragged batches, and the errors for bad use."""
+
+import math
+
+import numpy as np
+import pytest
+
+from frontend_harness import BACKENDS, HAVE_TORCH, Input, ragged_batch, run_both, weights
+from netcompiler import frontend as rf
+from netcompiler.backends import get_backend
+from netcompiler.frontend import backend_select
+from netcompiler.tensor import Data, Dim, Tensor, batch_dim
+
+TIME = Dim(None, name="time")
+IN = Dim(5, name="in")
+HIDDEN = Dim(4, name="hidden")
+OUT = Dim(3, name="out")
+LENGTHS = {TIME: [4, 1, 3]}
+# NumPy references run on the garbage of padded frames too (only valid frames are compared)
+pytestmark = pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")
+
+
+class Net(rf.Module):
+    """Two linear layers, a shared one used twice, a list and a sequential with a function."""
+
+    def __init__(self):
+        super().__init__()
+        self.layer1 = rf.Linear(IN, HIDDEN)
+        self.shared = rf.Linear(HIDDEN, HIDDEN, with_bias=False)
+        self.again = self.shared
+        self.blocks = rf.ModuleList([rf.Linear(HIDDEN, HIDDEN), rf.Linear(HIDDEN, HIDDEN)])
+        self.head = rf.Sequential(rf.relu, rf.Linear(HIDDEN, OUT))
+        self.scale = rf.Parameter([OUT])
+        self.scale.initial = 1.5
+        self.not_a_param = 3.0
+
+    def __call__(self, x):
+        x = self.layer1(x)
+        x = self.again(self.shared(x))
+        for block in self.blocks:
+            x = rf.tanh(block(x))
+        return self.head(x) * self.scale
+
+
+# --- modules and parameters -----------------------------------------------------------------------------------
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_parameter_names_counts_and_raw_types(backend):
+    rf.select_backend(backend)
+    net = Net()
+    names = [name for name, _ in net.named_parameters()]
+    assert names == ["scale", "layer1.weight", "layer1.bias", "shared.weight", "blocks.0.weight", "blocks.0.bias",
+                     "blocks.1.weight", "blocks.1.bias", "head.1.weight", "head.1.bias"]
+    assert len(list(net.parameters())) == 10
+    count = sum(int(np.prod(p.shape)) for p in net.parameters())
+    assert count == 3 + (5 * 4 + 4) + 4 * 4 + 2 * (4 * 4 + 4) + (4 * 3 + 3)
+    assert [name for name, _ in net.named_modules()] == ["", "layer1", "shared", "blocks", "head", "blocks.0",
+                                                          "blocks.1", "head.0", "head.1"]
+    assert [name for name, _ in net.named_children()] == ["layer1", "shared", "blocks", "head"]
+    assert net.get_deep("blocks.1.bias") is net.blocks[1].bias
+    raw_type = get_backend(backend).is_raw
+    assert all(raw_type(p.raw) for p in net.parameters())
+    assert net.layer1.weight.dims == (IN, HIDDEN) and net.layer1.bias.dims == (HIDDEN,)
+    assert not rf.Functional(rf.relu).has_parameters and net.has_parameters
+
+
+def test_apply_visits_children_first_and_set_deep():
+    rf.select_backend("tensorflow")
+    net = Net()
+    seen = []
+    assert net.apply(lambda m: seen.append(type(m).__name__)) is net
+    assert seen[-1] == "Net" and seen.count("Linear") == 5 and seen.index("Functional") < seen.index("Sequential")
+    replacement = rf.Linear(HIDDEN, OUT)
+    net.set_deep("head.1", replacement)
+    assert net.head[1] is replacement
+    with pytest.raises(AttributeError, match="'blocks.7'"):
+        net.get_deep("blocks.7.weight")
+
+
+def test_module_list_forms_and_edits():
+    rf.select_backend("tensorflow")
+    a, b, c = (rf.Linear(HIDDEN, HIDDEN) for _ in range(3))
+    assert list(rf.ModuleList(a, b)) == [a, b] == list(rf.ModuleList([a, b]))
+    named = rf.ModuleList({"enc": a, "7": b})
+    assert [k for k, _ in named.items()] == ["enc", "1"]
+    lst = rf.ModuleList(a, b).append(c)
+    assert len(lst) == 3 and lst[-1] is c and list(lst[1:]) == [b, c]
+    del lst[0]
+    assert [k for k, _ in lst.items()] == ["0", "1"] and list(lst) == [b, c]
+    assert [n for n, _ in lst.named_parameters()] == ["0.weight", "0.bias", "1.weight", "1.bias"]
+    with pytest.raises(TypeError, match="rf.Module or a function"):
+        rf.ModuleList(3)
+    with pytest.raises(NotImplementedError, match="ModuleList defines no __call__"):
+        lst(None)
+
+
+def test_sequential_collects_outputs_and_runs_in_order():
+    def build():
+        return rf.Sequential(rf.Linear(IN, HIDDEN), rf.tanh, rf.Linear(HIDDEN, OUT))
+
+    collected = {}
+
+    def call(model, x):
+        return model(x, collected_outputs=collected)
+
+    batch = ragged_batch({"x": Input([batch_dim, TIME, IN])}, LENGTHS)
+    result, _ = run_both(build, call, batch)
+    p = result.params
+    x = batch.inputs["x"].value
+    want = np.tanh(x @ p["0.weight"] + p["0.bias"]) @ p["2.weight"] + p["2.bias"]
+    mask = result.mask("output", [batch_dim, TIME, OUT])
+    np.testing.assert_allclose(result.value("output", [batch_dim, TIME, OUT])[mask], want[mask], rtol=1e-5, atol=1e-5)
+    assert list(collected) == ["0", "1", "2"]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_initial_value_forms(backend):
+    rf.select_backend(backend)
+    to_numpy = get_backend(backend).to_numpy
+    p = rf.Parameter([IN, OUT])
+    assert np.all(to_numpy(p.raw) == 0)
+    p.initial = 0.25
+    assert np.all(to_numpy(p.raw) == 0.25)
+    table = np.arange(15, dtype="float32").reshape(5, 3)
+    p.initial = table
+    np.testing.assert_array_equal(to_numpy(p.raw), table)
+    with rf.RunContext(get_backend(backend)):
+        p.initial = rf.convert_to_tensor(table.T.copy(), dims=[OUT, IN])  # any dim order
+    np.testing.assert_array_equal(to_numpy(p.raw), table)
+    p.initial = rf.init.Glorot()
+    limit = math.sqrt(6.0 / (5 + 3))
+    value = to_numpy(p.raw)
+    assert np.all(np.abs(value) <= limit) and len(np.unique(value)) == 15 and isinstance(p.initial, rf.init.Glorot)
+    with pytest.raises(ValueError, match=r"shape \(3, 5\).*\['in'\(5\), 'out'\(3\)\]|shape \(3, 5\).*have shape"):
+        p.initial = table.T
+    with rf.RunContext(get_backend(backend)), pytest.raises(ValueError, match="has dims"):
+        p.initial = rf.convert_to_tensor(np.zeros(5, "float32"), dims=[IN])
+    with pytest.raises(ValueError, match="must be static"):
+        rf.Parameter([TIME, IN])
+    with pytest.raises(ValueError, match="appears twice"):
+        rf.Parameter([IN, IN])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_assign_and_trainable_flags(backend):
+    b = get_backend(backend)
+    rf.select_backend(backend)
+    p = rf.Parameter([OUT], initial=1.0)
+    p.assign(np.array([1.0, 2.0, 3.0]))
+    p.assign_add(0.5)
+    np.testing.assert_array_equal(b.to_numpy(p.raw), [1.5, 2.5, 3.5])
+    with rf.RunContext(b):
+        p.assign(rf.convert_to_tensor(np.array([7.0, 8.0, 9.0], "float32"), dims=[OUT]))
+    np.testing.assert_array_equal(b.to_numpy(p.raw), [7.0, 8.0, 9.0])
+    assert p.trainable and b.is_trainable(p.raw)
+    stats = rf.Parameter([OUT], auxiliary=True)
+    assert not stats.trainable and not b.is_trainable(stats.raw)
+    p.trainable = False
+    assert not b.is_trainable(p.raw)
+    np.testing.assert_array_equal(b.to_numpy(p.raw), [7.0, 8.0, 9.0])
+
+
+def test_no_backend_selected_is_a_clear_error(monkeypatch):
+    monkeypatch.setattr(backend_select, "_selected", None)
+    with pytest.raises(RuntimeError, match=r"rf.Parameter needs a backend.*rf.select_backend_torch\(\)"):
+        rf.Linear(IN, OUT)
+    with rf.RunContext(get_backend("tensorflow")):  # the run's backend serves then
+        assert get_backend("tensorflow").is_raw(rf.Linear(IN, OUT).weight.raw)
+
+
+def test_random_init_is_reproducible_and_seeded():
+    rf.select_backend("tensorflow")
+    to_numpy = get_backend("tensorflow").to_numpy
+
+    def weight(seed):
+        rf.set_random_seed(seed)
+        return to_numpy(rf.Linear(IN, OUT).weight.raw)
+
+    np.testing.assert_array_equal(weight(5), weight(5))
+    assert not np.allclose(weight(5), weight(6))
+    assert rf.get_random_seed() == 6
+    with pytest.raises(ValueError, match="non-negative int"):
+        rf.set_random_seed(-1)
+
+
+@pytest.mark.skipif(not HAVE_TORCH, reason="PyTorch is an optional extra (pip install -e '.[torch]')")
+def test_same_seed_gives_same_parameters_on_both_backends():
+    values = {}
+    for backend in ("tensorflow", "torch"):
+        rf.select_backend(backend)
+        rf.set_random_seed(11)
+        values[backend] = {n: get_backend(backend).to_numpy(p.raw) for n, p in Net().named_parameters()}
+    for name, value in values["tensorflow"].items():
+        np.testing.assert_array_equal(values["torch"][name], value, err_msg=name)
+
+
+def test_init_distributions():
+    rf.select_backend("tensorflow")
+    rf.set_random_seed(0)
+    big_in, big_out = Dim(400, name="a"), Dim(300, name="b")
+    window = Dim(3, name="window")
+    cases = [  # (initializer, dims, expected variance, bound or None)
+        (rf.init.Glorot(), [big_in, big_out], 2.0 / 700, math.sqrt(6.0 / 700)),
+        (rf.init.HeUniform(), [big_in, big_out], 2.0 / 400, math.sqrt(6.0 / 400)),
+        (rf.init.He(), [big_in, big_out], 2.0 / 400, 2 * math.sqrt(2.0 / 400) / 0.87962566103423978),
+        (rf.init.VarianceScaling(scale=3.0, mode="fan_out", distribution="untruncated_normal"), [big_in, big_out],
+         3.0 / 300, None),
+        (rf.init.Normal(0.1), [big_in, big_out], 0.1 ** 2 * 0.87962566103423978 ** 2, 0.2),
+        (rf.init.Normal(0.1, truncated=False), [big_in, big_out], 0.01, None),
+        # a conv filter [out, in, window]: fan_in = in x window, fan_out = out x window
+        (rf.init.VarianceScaling(mode="fan_in", distribution="uniform"), [big_out, big_in, window], 1.0 / 1200,
+         math.sqrt(3.0 / 1200)),
+    ]
+    for init, dims, variance, bound in cases:
+        value = init(dims, "float32")
+        assert value.shape == tuple(d.size for d in dims) and value.dtype == np.float32
+        assert abs(value.var() / variance - 1) < 0.05, (init, value.var(), variance)
+        assert abs(value.mean()) < 0.05 * math.sqrt(variance)
+        if bound is not None:
+            assert np.abs(value).max() <= bound * (1 + 1e-6), init
+    with pytest.raises(ValueError, match="mode must be"):
+        rf.init.VarianceScaling(mode="fan_middle")
+    with pytest.raises(ValueError, match="stddev must be a positive"):
+        rf.init.Normal(0.0)
+
+
+# --- Linear, Embedding --------------------------------------------------------------------------------------
+def test_linear_matches_numpy_with_gradients():
+    batch = ragged_batch({"x": Input([batch_dim, TIME, IN])}, LENGTHS)
+    result, _ = run_both(lambda: rf.Linear(IN, OUT), lambda m, x: m(x), batch)
+    w, b, x = result.params["weight"], result.params["bias"], batch.inputs["x"].value
+    dims = [batch_dim, TIME, OUT]
+    mask = result.mask("output", dims)
+    np.testing.assert_allclose(result.value("output", dims)[mask], (x @ w + b)[mask], rtol=1e-5, atol=1e-5)
+    g = np.transpose(weights(result.outputs["output"].shape) * result.valid["output"],
+                     [result.dims["output"].index(d) for d in dims])  # d objective / d output, [B, T, out]
+    np.testing.assert_allclose(result.grads["weight"], np.einsum("bti,bto->io", x, g), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(result.grads["bias"], g.sum(axis=(0, 1)), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(result.grads["input:x"], g @ w.T, rtol=1e-5, atol=1e-5)
+    assert result.model.weight.dims == (IN, OUT)
+
+
+def test_linear_with_the_same_in_and_out_dim():
+    batch = ragged_batch({"x": Input([batch_dim, TIME, HIDDEN])}, LENGTHS)
+    result, _ = run_both(lambda: rf.Linear(HIDDEN, HIDDEN, with_bias=False), lambda m, x: m(x), batch)
+    assert list(result.params) == ["weight"]
+    dims = [batch_dim, TIME, HIDDEN]
+    mask = result.mask("output", dims)
+    want = batch.inputs["x"].value @ result.params["weight"]
+    np.testing.assert_allclose(result.value("output", dims)[mask], want[mask], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_linear_wrong_in_dim_names_module_and_dims(backend):
+    b = get_backend(backend)
+    rf.select_backend(backend)
+    linear = rf.Linear(IN, OUT)
+    other = Dim(5, name="other")
+    with rf.RunContext(b):
+        x = rf.convert_to_tensor(np.zeros((2, 5), "float32"), dims=[batch_dim, other])
+        with pytest.raises(ValueError, match=r"<Linear .*'in'.*expects an input with in_dim .*'in'.*got .*'other'"
+                                             r".*same size but is another dim"):
+            linear(x)
+        with pytest.raises(TypeError, match="must be a Tensor"):
+            linear(np.zeros((2, 5)))
+
+
+def test_embedding_matches_numpy():
+    vocab = Dim(7, name="vocab")
+    batch = ragged_batch({"labels": Input([batch_dim, TIME], "int32", sparse_dim=vocab)}, LENGTHS)
+    result, _ = run_both(lambda: rf.Embedding(vocab, HIDDEN), lambda m, labels: m(labels), batch)
+    table = result.params["weight"]
+    dims = [batch_dim, TIME, HIDDEN]
+    mask = result.mask("output", dims)
+    want = table[batch.inputs["labels"].value]
+    np.testing.assert_allclose(result.value("output", dims)[mask], want[mask], rtol=1e-6)
+    labels, g = batch.inputs["labels"].value, result.mask("output", dims) * np.transpose(
+        weights(result.outputs["output"].shape), [result.dims["output"].index(d) for d in dims])
+    want_grad = np.zeros_like(table)
+    np.add.at(want_grad, labels, g)
+    np.testing.assert_allclose(result.grads["weight"], want_grad, rtol=1e-5, atol=1e-5)
+
+
+def test_embedding_refuses_dense_input():
+    rf.select_backend("tensorflow")
+    emb = rf.Embedding(Dim(7, name="vocab"), HIDDEN)
+    with rf.RunContext(get_backend("tensorflow")):
+        x = rf.convert_to_tensor(np.zeros((2, 7), "float32"), dims=[batch_dim, Dim(7, name="vocab2")])
+        with pytest.raises(ValueError, match=r"<Embedding.*expects indices into in_dim .*'vocab'.*dense"):
+            emb(x)
+
+
+def test_demo_model_with_cross_entropy():
+    """RETURNN's demo-rf model (three Linear layers with relu) and its loss on both backends."""
+    classes = Dim(2, name="classes")
+
+    class Model(rf.Module):
+        def __init__(self):
+            super().__init__()
+            self.layer1 = rf.Linear(IN, Dim(6, name="hidden1"))
+            self.layer2 = rf.Linear(self.layer1.out_dim, Dim(8, name="hidden2"))
+            self.layer3 = rf.Linear(self.layer2.out_dim, classes)
+
+        def __call__(self, x):
+            return self.layer3(rf.relu(self.layer2(rf.relu(self.layer1(x)))))
+
+    def call(model, x, y):
+        return {"ce": rf.cross_entropy(estimated=model(x), estimated_type="logits", target=y, axis=classes)}
+
+    batch = ragged_batch({"x": Input([batch_dim, TIME, IN]), "y": Input([batch_dim, TIME], "int32",
+                                                                        sparse_dim=classes)}, LENGTHS)
+    result, _ = run_both(Model, call, batch)
+    p = result.params
+    h = np.maximum(batch.inputs["x"].value @ p["layer1.weight"] + p["layer1.bias"], 0)
+    h = np.maximum(h @ p["layer2.weight"] + p["layer2.bias"], 0)
+    logits = (h @ p["layer3.weight"] + p["layer3.bias"]).astype(np.float64)
+    log_probs = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+    want = -np.take_along_axis(log_probs, batch.inputs["y"].value[..., None], -1)[..., 0]
+    mask = result.mask("ce", [batch_dim, TIME])
+    np.testing.assert_allclose(result.value("ce", [batch_dim, TIME])[mask], want[mask], rtol=1e-5, atol=1e-5)
+    assert set(result.grads) == {"layer1.weight", "layer1.bias", "layer2.weight", "layer2.bias", "layer3.weight",
+                                 "layer3.bias", "input:x"}
+
+
+# --- activations ----------------------------------------------------------------------------------------------
+def _gelu(x):
+    from math import erf
+
+    return 0.5 * x * (1 + np.vectorize(erf)(x / math.sqrt(2)))
+
+
+ACTIVATIONS = {
+    "relu": lambda x: np.maximum(x, 0), "gelu": _gelu, "silu": lambda x: x / (1 + np.exp(-x)),
+    "swish": lambda x: x / (1 + np.exp(-x)), "sigmoid": lambda x: 1 / (1 + np.exp(-x)), "tanh": np.tanh,
+    "selu": lambda x: 1.0507009873554805 * np.where(x > 0, x, 1.6732632423543772 * (np.exp(x) - 1)),
+    "elu": lambda x: np.where(x > 0, x, np.exp(x) - 1), "relu_square": lambda x: np.maximum(x, 0) ** 2,
+    "log_sigmoid": lambda x: -np.log1p(np.exp(-x)), "softplus": lambda x: np.log1p(np.exp(x)),
+    "expm1": np.expm1, "log1p": lambda x: np.log1p(np.abs(x)), "identity": lambda x: x,
+    "safe_log": lambda x: np.log(np.maximum(np.abs(x), 1.1755e-38)),
+}
+POSITIVE_INPUT = {"log1p", "safe_log"}
+
+
+@pytest.mark.parametrize("name", sorted(ACTIVATIONS))
+def test_activation(name):
+    func = getattr(rf, name)
+    batch = ragged_batch({"x": Input([batch_dim, TIME, IN])}, LENGTHS)
+    prep = rf.abs if name in POSITIVE_INPUT else (lambda x: x)
+    result, _ = run_both(lambda: None, lambda m, x: func(prep(x)), batch)
+    dims = [batch_dim, TIME, IN]
+    mask = result.mask("output", dims)
+    want = ACTIVATIONS[name](batch.inputs["x"].value.astype(np.float64))
+    np.testing.assert_allclose(result.value("output", dims)[mask], want[mask], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("log", [False, True])
+def test_softmax_over_time_ignores_padding(log):
+    batch = ragged_batch({"x": Input([batch_dim, TIME, IN])}, LENGTHS)
+    func = rf.log_softmax if log else rf.softmax
+    result, _ = run_both(lambda: None, lambda m, x: func(x, axis=TIME), batch)
+    x = batch.inputs["x"].value.astype(np.float64)
+    for b, n in enumerate(LENGTHS[TIME]):
+        e = np.exp(x[b, :n] - x[b, :n].max(0))
+        want = e / e.sum(0)
+        got = result.value("output", [batch_dim, TIME, IN])[b, :n]
+        np.testing.assert_allclose(got, np.log(want) if log else want, rtol=1e-5, atol=1e-6)
+
+
+def test_gating_halves_the_feature_dim():
+    feat = Dim(6, name="feat")
+    batch = ragged_batch({"x": Input([batch_dim, TIME, feat])}, LENGTHS)
+    result, _ = run_both(lambda: None, lambda m, x: rf.gating(x)[0], batch)
+    x = batch.inputs["x"].value
+    want = x[..., :3] / (1 + np.exp(-x[..., 3:]))
+    got = result.outputs["output"]
+    mask = result.valid["output"]
+    np.testing.assert_allclose(got[mask], want[mask], rtol=1e-5, atol=1e-6)
