@@ -9,3 +9,4 @@ from . import time_affix, window_attention  # noqa: F401  (postfix/prefix_in_tim
 from . import cum_concat, masked, self_attention  # noqa: F401  (loop layers with a step state)
 from . import rec_cell  # noqa: F401  (rnn_cell, get_last_hidden_state)
 from . import attention_dot  # noqa: F401  (dot_attention, gather_nd)
+from . import frontend_op  # noqa: F401  (frontend_op layer, frontend_marked loss: the layer-dict backend)

@@ -77,3 +77,65 @@ def result_roles(out_dims: Sequence[Dim], *sources: Tensor) -> dict:
         else:
             roles[role] = None
     return roles
+
+
+# --- recording op calls (the layer-dict backend, `netcompiler/backends/layers/`) -----------------------------
+# While a recorder is set, the outermost call of a frontend op reports (op, args, kwargs, result) to it; calls
+# that op makes inside (internal op calls) run unrecorded. Without a recorder an op costs one global lookup more.
+
+_op_recorder = None
+_op_depth = 0
+_NOT_OPS = ("_dispatch", "run_ctx", "backend_select", "user_code", "random_state", "init", "module", "container",
+            "state", "model_parameter", "parameters")
+"""Frontend modules whose functions are not ops on Tensors (bookkeeping, model building)."""
+
+
+def set_op_recorder(recorder):
+    """Makes `recorder(op, args, kwargs, result)` (or None) receive the outermost op calls; returns the previous
+    one. Wraps every op of the frontend modules imported so far (once per function)."""
+    global _op_recorder
+    if recorder is not None:
+        _wrap_frontend_ops()
+    previous, _op_recorder = _op_recorder, recorder
+    return previous
+
+
+def _recorded(op):
+    import functools
+
+    @functools.wraps(op)
+    def call(*args, **kwargs):
+        global _op_depth
+        if _op_recorder is None or _op_depth:
+            return op(*args, **kwargs)
+        _op_depth += 1
+        try:
+            result = op(*args, **kwargs)
+        finally:
+            _op_depth -= 1
+        return _op_recorder(op, args, kwargs, result)
+
+    call.__recorded_op__ = op
+    return call
+
+
+def _wrap_frontend_ops() -> None:
+    """Replaces each op function of the frontend modules by its recording wrapper, in every frontend module that
+    holds it (so that `from .reduce import matmul` in another module records too)."""
+    import inspect
+    import sys
+
+    modules = [m for name, m in list(sys.modules.items())
+               if m is not None and name.startswith(__package__ + ".") and name.rsplit(".", 1)[1] not in _NOT_OPS]
+    wrapped = {}
+    for module in modules:
+        for name, value in vars(module).items():
+            if not name.startswith("_") and inspect.isfunction(value) and not hasattr(value, "__recorded_op__") \
+                    and value.__module__ == module.__name__:
+                wrapped[value] = _recorded(value)
+    if not wrapped:
+        return
+    for module in modules + [sys.modules[__package__]]:
+        for name, value in list(vars(module).items()):
+            if inspect.isfunction(value) and value in wrapped:
+                setattr(module, name, wrapped[value])

@@ -1,0 +1,91 @@
+"""The layers a frontend model's ops become where no catalogue layer computes them (`netcompiler/backends/layers/`):
+`frontend_op` runs the recorded op again; the `frontend_marked` loss is a loss the model marked."""
+
+import importlib
+
+from netcompiler import frontend as rf
+from netcompiler.backends.layers.recorder import pick, substitute_inputs
+from netcompiler.layer_base import NONE_TYPE, LayerBase, Option
+from netcompiler.tensor import Data, Tensor
+
+from .losses import COMMON_LOSS_OPTIONS, CheckedLoss
+
+
+class FrontendOpLayer(LayerBase):
+    """One call of a frontend op, `op(*args, **kwargs)`, on the values of the layers in `from` (each `InputRef`
+    in the arguments stands for one of them), as the layer-dict backend recorded it; the layer's value is the
+    result's element at `output_path`.
+
+    Its template is the recorded one (`template`): the op computed it when the model ran on the probe batch. At
+    emission the op runs again on this run's inputs; a dim the op makes anew in each call (one it was not given,
+    e.g. merge_dims without `out_dim`) is taken to be the recorded one at its position, with its sizes.
+    """
+
+    layer_class = "frontend_op"
+    default_from = ()
+    options = {
+        "op": Option(types=(str,), doc='"module:function" of the frontend op'),
+        "args": Option((), (list, tuple)),
+        "kwargs": Option(None, (dict, NONE_TYPE)),
+        "output_path": Option((), (list, tuple), doc="where the value is in the op's result"),
+        "template": Option(types=(Data,), doc="the recorded output template"),
+    }
+
+    def make_output(self):
+        template = self.opts["template"]
+        self.resolve_op()
+        return template.copy(name=self.name)
+
+    def resolve_op(self):
+        module, _, name = self.opts["op"].partition(":")
+        try:
+            return getattr(importlib.import_module(module), name)
+        except (ImportError, AttributeError):
+            raise self.error(f"no frontend op {self.opts['op']!r}", option="op",
+                             suggestion="name it as 'netcompiler.frontend.math:relu'") from None
+
+    def emit(self, inputs):
+        sources = inputs.sources
+        args = substitute_inputs(list(self.opts["args"]), sources)
+        kwargs = substitute_inputs(dict(self.opts["kwargs"] or {}), sources)
+        y = pick(self.resolve_op()(*args, **kwargs), tuple(self.opts["output_path"]))
+        return adopt_recorded_dims(y, self.output, inputs.run)
+
+
+def adopt_recorded_dims(y: Tensor, template: Data, run) -> Tensor:
+    """`y` with each dim the template lacks replaced by the template's dim at its position (same static size,
+    or both dynamic: the run learns the recorded dim's sizes); `y` unchanged where its dims are the template's."""
+    if set(y.dims) == set(template.dims) or len(y.dims) != len(template.dims):
+        return y
+    recorded = [d for d in template.dims if d not in y.dims]
+    dims, new = list(y.dims), iter(recorded)
+    for i, dim in enumerate(dims):
+        if dim in template.dims:
+            continue
+        target = next(new, None)
+        if target is None or target.size != dim.size:
+            return y  # the template check after emission names the mismatch
+        if dim.is_dynamic and target not in run.sizes:
+            run.sizes.set(target, run.size(dim))
+        dims[i] = target
+    return Tensor(y.data.copy(dims=tuple(dims), feature_dim=None, time_dim=None), y.raw)
+
+
+class FrontendMarkedLoss(CheckedLoss):
+    """A loss the model marked (`mark_as_loss`): the layer's value summed over its valid frames (the padded
+    frames of its dynamic dims do not count), normalised by their number; a scalar is one frame. The output must
+    be float."""
+
+    loss_class = "frontend_marked"
+    need_target = False
+    options = dict(COMMON_LOSS_OPTIONS)
+
+    def check_templates(self, out, target):
+        self.check_float_output(out)
+
+    def sums(self, ctx, output, target):
+        if not output.dims:
+            return output, None, rf.convert_to_tensor(1.0, dtype="float32")
+        dims = list(output.dims)
+        frames = rf.reduce_sum(rf.ones(dims, dtype="float32"), axis=dims)
+        return rf.reduce_sum(output, axis=dims), None, frames

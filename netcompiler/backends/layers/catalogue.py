@@ -1,0 +1,64 @@
+"""Which catalogue layer a recorded op call is, where one computes the same thing: `catalogue_entry`.
+
+Only calls whose Tensor arguments are exactly the layer's inputs map (a number in `x * 2.0` makes it generic).
+The dict builder still compares the catalogue layer's inferred template with the recorded one and falls back
+to the generic layer where they differ.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any, Dict, Optional
+
+from ...tensor import Dim
+from .recorder import InputRef, RecordedOp
+
+ACTIVATION_OPS = frozenset({
+    "relu", "tanh", "sigmoid", "exp", "log", "sqrt", "rsqrt", "square", "sin", "cos", "erf", "sign", "softplus",
+    "silu", "gelu", "elu", "log_sigmoid", "abs",
+})
+"""Frontend ops of one Tensor that the `activation` layer applies by the same name."""
+COMBINE_KINDS = frozenset({"add", "sub", "mul", "truediv", "maximum", "minimum", "squared_difference"})
+REDUCE_OPS = {"reduce_sum": "sum", "reduce_mean": "mean", "reduce_max": "max", "reduce_min": "min"}
+
+
+def _bound(op: RecordedOp) -> Optional[Dict[str, Any]]:
+    try:
+        bound = inspect.signature(op.op).bind(*op.args, **op.kwargs)
+    except TypeError:
+        return None
+    bound.apply_defaults()
+    return dict(bound.arguments)
+
+
+def _is_input(value: Any, index: int) -> bool:
+    return isinstance(value, InputRef) and value.index == index
+
+
+def catalogue_entry(op: RecordedOp) -> Optional[Dict[str, Any]]:
+    """The catalogue layer dict for `op`, or None where none fits (see the module docstring)."""
+    if op.output_path != ():
+        return None
+    args = _bound(op)
+    if args is None:
+        return None
+    name = op.op_name
+    if name in ACTIVATION_OPS and len(op.inputs) == 1 and _is_input(args.get("x"), 0):
+        return {"class": "activation", "activation": name, "from": op.inputs}
+    if name == "activation" and len(op.inputs) == 1 and args.get("func") in ACTIVATION_OPS:
+        return {"class": "activation", "activation": args["func"], "from": op.inputs}
+    if name == "combine" and len(op.inputs) == 2 and _is_input(args.get("a"), 0) and _is_input(args.get("b"), 1) \
+            and args.get("kind") in COMBINE_KINDS and args.get("dim_order") is None:
+        return {"class": "combine", "kind": args["kind"], "from": op.inputs}
+    if name == "matmul" and len(op.inputs) == 2 and args.get("use_mask") is True and isinstance(args.get("reduce"), Dim):
+        a, b, red = op.input_templates[0], op.input_templates[1], args["reduce"]
+        return {"class": "dot", "from": op.inputs, "red1": red, "red2": red, "add_var2_if_empty": False,
+                "var1": [d for d in a.dims if d not in b.dims and d != red and not d.is_batch],
+                "var2": [d for d in b.dims if d not in a.dims and d != red and not d.is_batch]}
+    if name in ("reduce",) + tuple(REDUCE_OPS) and len(op.inputs) == 1 and args.get("use_mask") is True:
+        mode = args["mode"] if name == "reduce" else REDUCE_OPS[name]
+        return {"class": "reduce", "mode": mode, "axis": args["axis"], "from": op.inputs}
+    if name == "softmax" and len(op.inputs) == 1 and not args.get("log") and isinstance(args.get("axis"), Dim) \
+            and args["axis"].is_dynamic and args.get("use_mask") is True:
+        return {"class": "softmax_over_spatial", "axis": args["axis"], "from": op.inputs}
+    return None

@@ -1,0 +1,123 @@
+"""The network dict of a recorded run (`build_layer_dict`), and the names its parameters get.
+
+Parameter names: a model parameter with checkpoint name "layer1.weight" (its `named_parameters` path) is the
+`variable` layer "layer1.weight" (`param_layer_name`), whose parameter in the built network is
+"layer1.weight/param" (`param_checkpoint_name`). The step model on this path keeps the frontend's names for its
+checkpoints, so a checkpoint written by the model run directly loads here and the other way round.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Optional, Set, Tuple
+
+from ...errors import ConfigError
+from ...tensor import Data
+from .catalogue import catalogue_entry
+from .recorder import LayerDictUnsupported, OpRecorder, RecordedOp
+
+GENERIC_CLASS = "frontend_op"
+"""The layer class of an op that no catalogue layer computes (`layers/frontend_op.py`)."""
+LOSS_CLASS = "frontend_marked"
+"""The loss class of a marked loss (`layers/frontend_op.py`): the loss Tensor summed over its valid frames."""
+
+
+def param_layer_name(checkpoint_name: str) -> str:
+    """The `variable` layer of the model parameter `checkpoint_name` ("layer1.weight" stays "layer1.weight";
+    a "/" would read as a sublayer and becomes ".")."""
+    return checkpoint_name.replace("/", ".")
+
+
+def param_checkpoint_name(checkpoint_name: str) -> str:
+    """The name the built network gives the parameter of that `variable` layer ("layer1.weight/param")."""
+    return f"{param_layer_name(checkpoint_name)}/param"
+
+
+@dataclass
+class LayerDict:
+    """A recorded run as a network dict: `net_dict`, and which layer is what."""
+
+    net_dict: Dict[str, Dict[str, Any]]
+    ops: Dict[str, RecordedOp]
+    params: Dict[str, str] = field(default_factory=dict)
+    """Layer name -> the model parameter's checkpoint name."""
+    losses: Dict[str, Any] = field(default_factory=dict)
+    """Loss layer name -> the marked loss (name, as_error, scale, use_normalized_loss)."""
+    generic: Set[str] = field(default_factory=set)
+    """Op layers that are the generic `frontend_op` layer (no catalogue layer gave the recorded template)."""
+    fallbacks: Dict[str, str] = field(default_factory=dict)
+    """Op layer -> why the catalogue layer that would fit it was not taken (its error, or its other template)."""
+
+
+def _generic_entry(op: RecordedOp) -> Dict[str, Any]:
+    return {"class": GENERIC_CLASS, "from": list(op.inputs), "op": op.op_path, "args": list(op.args),
+            "kwargs": dict(op.kwargs), "output_path": list(op.output_path), "template": op.template}
+
+
+def _same_template(a: Data, b: Data) -> bool:
+    return a.dims == b.dims and a.dtype == b.dtype and a.sparse_dim == b.sparse_dim
+
+
+def _loss_entries(recorder: OpRecorder, losses: List[Any], taken: Set[str]) -> Tuple[Dict[str, Any], Dict[str, Any]]:
+    entries, marks = {}, {}
+    for marked in losses:
+        if getattr(marked, "custom_inv_norm_factor", None) is not None:
+            raise LayerDictUnsupported(f"loss '{marked.name}': custom_inv_norm_factor is not supported on the "
+                                       f"layer-dict backend yet", subject="the model's train_step",
+                                       suggestion="leave it out, or run the model without the layer dict")
+        source = recorder.layer_of(marked.loss, f"the loss '{marked.name}'")
+        name = marked.name if marked.name not in taken else f"loss_{marked.name}"
+        entries[name] = {"class": "copy", "from": [source], "loss": LOSS_CLASS, "loss_scale": float(marked.scale),
+                         "loss_opts": {"use_normalized_loss": bool(marked.use_normalized_loss)},
+                         "is_output_layer": True}
+        marks[name] = marked
+        taken.add(name)
+    return entries, marks
+
+
+def build_layer_dict(recorder: OpRecorder, losses: List[Any], build: Callable[[Dict[str, Any]], Any],
+                     use_catalogue: bool = True) -> Tuple[LayerDict, Any]:
+    """(the LayerDict, the network `build(net_dict)` made of it). `losses`: the run's marked losses (objects
+    with name, loss, as_error, scale, use_normalized_loss, custom_inv_norm_factor). Catalogue layers whose
+    inferred template (or build) disagrees with the record are replaced by the generic layer, and the dict is
+    built again."""
+    if not losses:
+        raise LayerDictUnsupported("the model marked no loss, so the layer dict would compute nothing",
+                                   subject="the model's train_step", suggestion="mark a loss with mark_as_loss")
+    loss_entries, marks = _loss_entries(recorder, losses, set(recorder.ops) | set(recorder.used_params))
+    generic = set() if use_catalogue else set(recorder.ops)
+    fallbacks: Dict[str, str] = {}
+    for _ in range(len(recorder.ops) + 1):
+        net_dict: Dict[str, Dict[str, Any]] = {}
+        for layer, param in recorder.used_params.items():
+            net_dict[layer] = {"class": "variable", "shape": list(param.template.dims), "dtype": param.template.dtype,
+                               "add_batch_axis": False, "trainable": param.trainable}
+        catalogue = set()
+        for name, op in recorder.ops.items():
+            entry = None if name in generic else catalogue_entry(op)
+            if entry is None:
+                generic.add(name)
+                entry = _generic_entry(op)
+            else:
+                catalogue.add(name)
+            net_dict[name] = entry
+        net_dict.update(loss_entries)
+        try:
+            network = build(net_dict)
+        except ConfigError as exc:
+            layer = getattr(exc, "layer", None)
+            if layer in catalogue:
+                generic.add(layer)
+                fallbacks[layer] = f"{net_dict[layer]['class']}: {exc}"
+                continue
+            raise
+        wrong = {name for name in catalogue
+                 if name in network.layers and not _same_template(network.layers[name].output, recorder.ops[name].template)}
+        if not wrong:
+            params = {layer: p.name for layer, p in recorder.used_params.items()}
+            return LayerDict(net_dict, dict(recorder.ops), params, marks, generic, fallbacks), network
+        for name in wrong:
+            fallbacks[name] = (f"{net_dict[name]['class']} gives {network.layers[name].output.describe()}, the op "
+                               f"gave {recorder.ops[name].template.describe()}")
+        generic |= wrong
+    raise AssertionError("unreachable: every round makes one more layer generic")

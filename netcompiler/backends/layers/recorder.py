@@ -1,0 +1,212 @@
+"""`OpRecorder`: the outermost frontend op calls of one run, as the layers of a network dict to be.
+
+It is set as the frontend's op recorder (`frontend._dispatch.set_op_recorder`) while a model runs once on a
+probe batch. It knows which layer each Tensor of the run is: the run's inputs ("data", "data:KEY"), the model's
+parameters (a `variable` layer each, made when first read) and the results of recorded ops. A recorded op keeps
+its arguments with every Tensor replaced by an `InputRef` to its position in the layer's inputs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+from ...errors import ConfigError
+from ...tensor import Data, Tensor
+
+UNSUPPORTED_OPS = frozenset({
+    "while_loop", "scan", "cond", "map_tensors", "step_frame", "step_frames", "step_stack", "step_stack_stack",
+    "step_stack_write", "with_dependencies", "parameter_assign", "backtrack", "beam_step", "assert_equal",
+})
+"""Ops the layer-dict backend cannot turn into layers yet (loops, conditions, side effects)."""
+
+
+class LayerDictUnsupported(ConfigError):
+    """The model does something the layer-dict backend cannot express as a layer dict (yet)."""
+
+
+@dataclass(frozen=True)
+class InputRef:
+    """Stands for the `index`-th input layer of a recorded op in its recorded arguments."""
+
+    index: int
+
+    def __repr__(self):
+        return f"<input {self.index}>"
+
+
+@dataclass
+class RecordedOp:
+    """One outermost op call: `op(*args, **kwargs)` on the outputs of the layers `inputs`; the layer's value is
+    the result's element at `output_path` (() for a single Tensor), laid out as `template`."""
+
+    name: str
+    op: Callable
+    inputs: List[str]
+    args: tuple
+    kwargs: Dict[str, Any]
+    output_path: Tuple[int, ...]
+    template: Data
+    input_templates: List[Data] = field(default_factory=list)
+
+    @property
+    def op_name(self) -> str:
+        return self.op.__name__
+
+    @property
+    def op_path(self) -> str:
+        """"module:function", as the generic layer's `op` option names it."""
+        return f"{self.op.__module__}:{self.op.__name__}"
+
+
+@dataclass
+class RecordedParam:
+    """A model parameter that an op read: its checkpoint name, template and trainability."""
+
+    layer: str
+    name: str
+    template: Data
+    trainable: bool
+
+
+@dataclass
+class OpRecorder:
+    """See the module docstring. `params`: checkpoint name -> raw parameter; `param_layer_name` maps a checkpoint
+    name to its layer's name; `is_trainable(raw)` says whether a parameter is trained."""
+
+    params: Dict[str, Any]
+    param_layer_name: Callable[[str], str]
+    is_trainable: Callable[[Any], bool] = lambda raw: True
+    ops: Dict[str, RecordedOp] = field(default_factory=dict)
+    used_params: Dict[str, RecordedParam] = field(default_factory=dict)
+    _by_tensor: Dict[int, Tuple[Tensor, str]] = field(default_factory=dict)
+    _by_raw: Dict[int, Tuple[Any, str, Data]] = field(default_factory=dict)
+    _counts: Dict[str, int] = field(default_factory=dict)
+
+    def __post_init__(self):
+        self._params_by_raw = {id(raw): (name, raw) for name, raw in self.params.items()}
+
+    # --- what the run starts from -----------------------------------------------------------------------
+    def add_input(self, key: str, tensor: Tensor) -> None:
+        """Extern data `key` of the run: the layer "data" (key "data") or "data:KEY"."""
+        self._remember(tensor, "data" if key == "data" else f"data:{key}")
+
+    def templates(self) -> Dict[str, Data]:
+        """Layer name -> its recorded template, for every op layer."""
+        return {name: op.template for name, op in self.ops.items()}
+
+    # --- the recording ---------------------------------------------------------------------------------------
+    def __call__(self, op: Callable, args: tuple, kwargs: Dict[str, Any], result: Any) -> Any:
+        """Records one outermost op call (see `frontend._dispatch.set_op_recorder`); returns its result."""
+        outputs = list(_tensor_leaves(result, ()))
+        if not outputs:
+            return result
+        if op.__name__ in UNSUPPORTED_OPS:
+            raise LayerDictUnsupported(
+                f"rf.{op.__name__} is not supported on the layer-dict backend yet (loops, conditions and in-place "
+                f"updates do not become layers)", subject="the model's train_step",
+                suggestion="run this model with backend 'torch', or on TensorFlow without the layer dict")
+        given = {id(t) for _, t in _tensor_leaves((args, kwargs), ())}
+        inputs: List[str] = []
+        templates: List[Data] = []
+        args = _map_tensors(args, lambda t: self._input_ref(t, inputs, templates, op))
+        kwargs = _map_tensors(kwargs, lambda t: self._input_ref(t, inputs, templates, op))
+        for path, tensor in outputs:
+            if id(tensor) in self._by_tensor or id(tensor) in given:
+                continue  # the op returned one of its inputs (e.g. a cast to the same dtype)
+            name = self._new_name(op.__name__)
+            self.ops[name] = RecordedOp(name, op, list(inputs), args, kwargs, path, tensor.data, list(templates))
+            self._remember(tensor, name)
+        return result
+
+    def layer_of(self, tensor: Tensor, what: str = "a value") -> str:
+        """The layer that `tensor` (a Tensor of this run) is; a LayerDictUnsupported error if none is."""
+        entry = self._by_tensor.get(id(tensor))
+        if entry is not None:
+            return entry[1]
+        raw = tensor.raw
+        known = self._by_raw.get(id(raw))
+        if known is not None:
+            _, name, data = known
+            if data.dims == tensor.dims and data.dtype == tensor.dtype and data.sparse_dim == tensor.sparse_dim:
+                return name  # the same value with other roles (Tensor.copy(feature_dim=...))
+            raise LayerDictUnsupported(
+                f"{what} {tensor.data.describe()} is the value of layer '{name}' {data.describe()} with other dims "
+                f"(made with Tensor.copy/with_data, not with an op)", subject="the model's train_step",
+                suggestion="change dims with rf.replace_dim or rf.permute")
+        param = self._params_by_raw.get(id(raw))
+        if param is not None:
+            return self._param_layer(param[0], tensor)
+        raise LayerDictUnsupported(
+            f"{what} {tensor.data.describe()} was not made by a frontend op (e.g. a Tensor made from a raw "
+            f"framework tensor), so it is no layer", subject="the model's train_step",
+            suggestion="compute it with rf ops from the inputs and parameters")
+
+    def _input_ref(self, tensor: Tensor, inputs: List[str], templates: List[Data], op: Callable):
+        if tensor.raw is None:
+            return tensor  # a template: stays an argument
+        name = self.layer_of(tensor, f"an input of rf.{op.__name__}")
+        inputs.append(name)
+        templates.append(tensor.data)
+        return InputRef(len(inputs) - 1)
+
+    def _param_layer(self, name: str, tensor: Tensor) -> str:
+        layer = self.param_layer_name(name)
+        if layer not in self.used_params:
+            self.used_params[layer] = RecordedParam(layer, name, tensor.data, self.is_trainable(tensor.raw))
+            self._remember(tensor, layer)
+        return layer
+
+    def _remember(self, tensor: Tensor, name: str) -> None:
+        self._by_tensor[id(tensor)] = (tensor, name)
+        if tensor.raw is not None:
+            self._by_raw.setdefault(id(tensor.raw), (tensor.raw, name, tensor.data))
+
+    def _new_name(self, base: str) -> str:
+        count = self._counts.get(base, 0)
+        self._counts[base] = count + 1
+        return base if count == 0 else f"{base}_{count}"
+
+
+def _tensor_leaves(value: Any, path: Tuple[int, ...]):
+    """(path, Tensor) of every Tensor with a value in a nest of lists, tuples and dicts (dicts by sorted key)."""
+    if isinstance(value, Tensor):
+        if value.raw is not None:
+            yield path, value
+    elif isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            yield from _tensor_leaves(item, path + (i,))
+    elif isinstance(value, dict):
+        for key in value:
+            yield from _tensor_leaves(value[key], path + (key,))
+
+
+def _map_tensors(value: Any, fn: Callable[[Tensor], Any]) -> Any:
+    """`value` with every Tensor replaced by fn(Tensor) (lists, tuples and dicts are rebuilt)."""
+    if isinstance(value, Tensor):
+        return fn(value)
+    if isinstance(value, (list, tuple)):
+        items = [_map_tensors(item, fn) for item in value]
+        return type(value)(items) if not hasattr(value, "_fields") else type(value)(*items)
+    if isinstance(value, dict):
+        return {key: _map_tensors(item, fn) for key, item in value.items()}
+    return value
+
+
+def pick(value: Any, path: Tuple[Any, ...]) -> Any:
+    """The element of a nested result at `path`."""
+    for key in path:
+        value = value[key]
+    return value
+
+
+def substitute_inputs(value: Any, inputs: List[Tensor]) -> Any:
+    """Recorded arguments with each `InputRef` replaced by the input Tensor it stands for."""
+    if isinstance(value, InputRef):
+        return inputs[value.index]
+    if isinstance(value, (list, tuple)):
+        items = [substitute_inputs(item, inputs) for item in value]
+        return type(value)(items) if not hasattr(value, "_fields") else type(value)(*items)
+    if isinstance(value, dict):
+        return {key: substitute_inputs(item, inputs) for key, item in value.items()}
+    return value

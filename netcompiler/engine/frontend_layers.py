@@ -1,0 +1,106 @@
+"""`LayerDictModel`: a frontend config's model trained on TensorFlow through the network dict it becomes (the
+layer-dict backend, `netcompiler/backends/layers/`), as a step model (see `emit.model.StepModel`).
+
+The model's train_step runs once on a probe batch with the op recorder set; the recorded layers, parameters and
+marked losses become a network dict, which `build_network` builds and `CompiledNetwork` emits. Parameters keep
+the model's names (`layer1.weight`) in `params` and checkpoints, so checkpoints are interchangeable with the
+model run directly on TensorFlow (`FrontendModel`); in the built network the parameter of `layer1.weight` is
+`layer1.weight/param` (`param_checkpoint_name`). The probe runs with `training=True`: the dict is what a train
+step computes (an op that reads the flag itself, such as `rf.dropout`, reads it again at each run; a Python
+`if` on the flag in model code is decided by the probe).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Tuple
+
+from .. import frontend as rf
+from ..backends.layers import LayerDict, OpRecorder, build_layer_dict, param_checkpoint_name, param_layer_name
+from ..config import Config
+from ..emit.model import CompiledNetwork, LossValue
+from ..frontend._dispatch import set_op_recorder
+from ..network import build_network
+from .frontend_model import FrontendModel
+
+PROBE_LENGTHS = (5, 3, 4)
+"""Sequence lengths of the probe batch (ragged, so that masking shows in the recorded ops)."""
+
+
+def record_layer_dict(frontend: FrontendModel, use_catalogue: bool = True) -> Tuple[LayerDict, Any]:
+    """(the LayerDict of `frontend`'s train_step, the network built from it)."""
+    backend = frontend.backend
+    recorder = OpRecorder(frontend.params, param_layer_name, backend.is_trainable)
+    inputs, lengths = frontend.dummy_batch(PROBE_LENGTHS)
+    run = rf.RunContext(backend, training=True)
+    with run:
+        extern = frontend._extern_tensors(run, inputs, lengths)
+        for key, tensor in extern.items():
+            recorder.add_input(key, tensor)
+        previous = set_op_recorder(recorder)
+        try:
+            frontend._train_step(model=frontend.model, extern_data=extern)
+        finally:
+            set_op_recorder(previous)
+    return build_layer_dict(recorder, list(run.losses.values()),
+                            lambda net_dict: build_network(Config({"network": net_dict}),
+                                                           extern_data=frontend.extern_data),
+                            use_catalogue=use_catalogue)
+
+
+class LayerDictModel:
+    """A frontend config's model as its layer dict on TensorFlow (see the module docstring): the step-model
+    protocol (params, trainable_params, checkpoint_root, step_losses, loss_names, input_keys, input_signature),
+    and `forward_outputs` (the config's forward_step, run directly with the trained values)."""
+
+    def __init__(self, config, *, seed: int = 42, use_catalogue: bool = True):
+        self.frontend = FrontendModel(config, "tensorflow")
+        self.config = config
+        self.backend = self.frontend.backend
+        self.extern_data = self.frontend.extern_data
+        self.layer_dict, self.network = record_layer_dict(self.frontend, use_catalogue)
+        self.compiled = CompiledNetwork(self.network, seed=seed, backend="tensorflow")
+        self.params: Dict[str, Any] = {}
+        """The model's parameter names -> tf.Variable: the built network's where the dict reads the parameter,
+        else the model's own (unused by the losses, kept so that checkpoints hold every parameter)."""
+        for name, raw in self.frontend.params.items():
+            built = self.compiled.params.get(param_checkpoint_name(name))
+            if built is not None:
+                self.backend.assign_raw(built, self.backend.to_numpy(raw))
+            self.params[name] = built if built is not None else raw
+        self.checkpoint_root = self.backend.parameter_container(
+            {name.replace(".", "/"): raw for name, raw in self.params.items()})
+
+    @property
+    def trainable_params(self) -> List[Any]:
+        used = set(self.layer_dict.params.values())
+        return [raw for name, raw in self.params.items() if name in used and self.backend.is_trainable(raw)]
+
+    def step_losses(self, inputs: Dict[str, Any], lengths: Dict[str, Any], training: bool):
+        """(a LossValue per marked loss, the objective), as `FrontendModel.step_losses` defines them, computed by
+        the built network's loss layers."""
+        ctx = self.compiled.forward(inputs, lengths, training=training, emit_all=False)
+        values = []
+        for value in self.compiled.losses(ctx):
+            marked = self.layer_dict.losses[value.name]
+            if marked.as_error:
+                values.append(LossValue(marked.name, None, value.loss_sum, value.num_frames, 0.0, False))
+            else:
+                values.append(LossValue(marked.name, value.loss_sum, None, value.num_frames, float(marked.scale),
+                                        bool(marked.use_normalized_loss)))
+        return values, self.frontend.objective(values)
+
+    def loss_names(self):
+        return self.frontend.loss_names()
+
+    def input_keys(self) -> List[str]:
+        return self.frontend.input_keys()
+
+    def input_signature(self, keys=None):
+        return self.frontend.input_signature(keys)
+
+    def forward_outputs(self, inputs: Dict[str, Any], lengths: Dict[str, Any]):
+        """The config's forward_step run directly on TensorFlow, with the values trained through the dict."""
+        for name, raw in self.params.items():
+            if raw is not self.frontend.params[name]:
+                self.backend.assign_raw(self.frontend.params[name], self.backend.to_numpy(raw))
+        return self.frontend.forward_outputs(inputs, lengths)

@@ -1,0 +1,293 @@
+"""The layer-dict backend: a frontend model recorded into a network dict (catalogue layers where they compute
+the same, the generic `frontend_op` layer elsewhere, `variable` layers for parameters, loss layers for marked
+losses), built and run on TensorFlow. The dict path must give the same losses and gradients as the model run
+directly on TensorFlow, on ragged batches whose padding is garbage; unsupported model code gets a clear error."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+tf = pytest.importorskip("tensorflow", reason="the layer-dict path runs on TensorFlow")
+
+import netcompiler.frontend as rf  # noqa: E402
+from netcompiler.backends.layers import LayerDictUnsupported, param_checkpoint_name, param_layer_name  # noqa: E402
+from netcompiler.config import Config  # noqa: E402
+from netcompiler.engine.frontend_layers import LayerDictModel  # noqa: E402
+from netcompiler.tensor import Dim, batch_dim  # noqa: E402
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+LENGTHS = np.array([7, 3, 5], dtype="int32")
+
+
+def _config(model_cls, train_step, time_dim, in_dim, out_dim) -> Config:
+    return Config({
+        "extern_data": {"data": {"dims": (batch_dim, time_dim, in_dim), "dtype": "float32"},
+                        "classes": {"dims": (batch_dim, time_dim), "sparse_dim": out_dim, "dtype": "int32"}},
+        "get_model": lambda **_kwargs: model_cls(),
+        "train_step": train_step,
+    })
+
+
+def _batch(in_size: int, out_size: int, seed: int = 0):
+    """A ragged batch whose padded frames hold garbage (large values; class indices stay in range: the
+    framework's sparse cross entropy rejects others even where they are masked)."""
+    rng = np.random.RandomState(seed)
+    t = int(LENGTHS.max())
+    data = rng.randn(len(LENGTHS), t, in_size).astype("float32")
+    classes = rng.randint(0, out_size, size=(len(LENGTHS), t)).astype("int32")
+    for b, n in enumerate(LENGTHS):
+        data[b, n:] = 1e4
+        classes[b, n:] = out_size - 1
+    return {"data": data, "classes": classes}, {"data": LENGTHS, "classes": LENGTHS}
+
+
+# --- the models -------------------------------------------------------------------------------------------
+def demo_config():
+    """RETURNN's demo-rf model: a Linear stack with relu, cross entropy on logits."""
+    time_dim, in_dim, out_dim = Dim(None, name="time"), Dim(9, name="in"), Dim(2, name="out")
+
+    class Model(rf.Module):
+        def __init__(self):
+            super().__init__()
+            self.layer1 = rf.Linear(in_dim, Dim(6, name="hidden"))
+            self.layer2 = rf.Linear(self.layer1.out_dim, out_dim)
+
+        def __call__(self, x):
+            return self.layer2(rf.relu(self.layer1(x)))
+
+    def train_step(*, model, extern_data, **_kwargs):
+        logits = model(extern_data["data"])
+        loss = rf.cross_entropy(estimated=logits, estimated_type="logits", target=extern_data["classes"],
+                                axis=out_dim)
+        loss.mark_as_loss(name="ce")
+
+    return _config(Model, train_step, time_dim, in_dim, out_dim), 9, 2
+
+
+def op_mix_config():
+    """Reduce over the dynamic time dim, softmax over time, a layer norm written with ops, dropout, a tanh, a
+    number in an operator, scale and use_normalized_loss, and an error marked as_error."""
+    time_dim, in_dim, out_dim = Dim(None, name="time"), Dim(4, name="in"), Dim(3, name="out")
+
+    class Model(rf.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = rf.Linear(in_dim, out_dim)
+            self.scale = rf.Parameter((out_dim,))
+            self.scale.initial = rf.init.Glorot()
+            self.unused = rf.Parameter((in_dim,))
+
+        def __call__(self, x):
+            mean = rf.reduce_mean(x, axis=in_dim)
+            centred = x - mean
+            var = rf.reduce_mean(centred * centred, axis=in_dim)
+            normed = centred * rf.rsqrt(var + 1e-5)
+            h = rf.tanh(self.proj(rf.dropout(normed, 0.3)))
+            att = rf.softmax(h, axis=time_dim)  # over the dynamic time dim: masked
+            pooled = rf.reduce_sum(att * h, axis=time_dim)  # [B, out]
+            return h * self.scale + pooled, rf.reduce_max(h, axis=time_dim)
+
+    def train_step(*, model, extern_data, **_kwargs):
+        logits, peak = model(extern_data["data"])
+        targets = extern_data["classes"]
+        loss = rf.cross_entropy(estimated=logits, estimated_type="logits", target=targets, axis=out_dim)
+        loss.mark_as_loss(name="ce", scale=0.5, use_normalized_loss=True)
+        rf.get_run_ctx().mark_as_loss(rf.reduce_sum(peak * peak, axis=out_dim), name="peak")
+        frame_error = rf.cast(rf.compare(rf.reduce_argmax(logits, axis=out_dim), "not_equal", targets), "float32")
+        frame_error.mark_as_loss(name="fer", as_error=True)
+
+    return _config(Model, train_step, time_dim, in_dim, out_dim), 4, 3
+
+
+CONFIGS = {"demo": demo_config, "op_mix": op_mix_config}
+
+
+# --- helpers ----------------------------------------------------------------------------------------------
+def _losses_and_grads(step_model, params, inputs, lengths, training=False):
+    with tf.GradientTape() as tape:
+        values, objective = step_model.step_losses(inputs, lengths, training=training)
+    grads = tape.gradient(objective, params)
+    sums = {v.name: (None if v.loss_sum is None else float(v.loss_sum),
+                     None if v.error_sum is None else float(v.error_sum), float(v.num_frames), v.scale,
+                     v.normalized) for v in values}
+    return sums, float(objective), [None if g is None else np.asarray(g) for g in grads]
+
+
+# --- the dict path against the model run directly --------------------------------------------------------
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_dict_path_gives_the_direct_losses_and_gradients(name):
+    config, in_size, out_size = CONFIGS[name]()
+    model = LayerDictModel(config)
+    direct = model.frontend  # the same model object, run directly on TensorFlow, with the same values
+    inputs, lengths = _batch(in_size, out_size)
+    names = [n for n in model.layer_dict.params.values()]
+    via_dict = _losses_and_grads(model, [model.params[n] for n in names], inputs, lengths)
+    via_ops = _losses_and_grads(direct, [direct.params[n] for n in names], inputs, lengths)
+    assert via_dict[0].keys() == via_ops[0].keys()
+    for loss_name in via_ops[0]:
+        for a, b in zip(via_dict[0][loss_name], via_ops[0][loss_name]):
+            assert (a is None) == (b is None), loss_name
+            if a is not None:
+                np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5, err_msg=loss_name)
+    np.testing.assert_allclose(via_dict[1], via_ops[1], rtol=1e-5)
+    for param, g_dict, g_ops in zip(names, via_dict[2], via_ops[2]):
+        assert g_dict is not None and g_ops is not None, param
+        assert np.abs(g_ops).sum() > 0, param  # the gradient reaches the parameter at all
+        np.testing.assert_allclose(g_dict, g_ops, rtol=1e-5, atol=1e-6, err_msg=param)
+
+
+def test_demo_loss_against_numpy():
+    """The dict path's ce on its own: summed over valid frames only (garbage padding does not leak in)."""
+    config, in_size, out_size = demo_config()
+    model = LayerDictModel(config)
+    inputs, lengths = _batch(in_size, out_size, seed=3)
+    values, _ = model.step_losses(inputs, lengths, training=False)
+    p = {n: np.asarray(model.params[n]) for n in model.params}
+    h = np.maximum(inputs["data"] @ p["layer1.weight"] + p["layer1.bias"], 0)
+    logits = h @ p["layer2.weight"] + p["layer2.bias"]
+    expected = 0.0
+    for b, n in enumerate(LENGTHS):  # valid frames only (the padded ones hold 1e4: their exp overflows)
+        for t in range(n):
+            z = logits[b, t] - logits[b, t].max()
+            expected -= z[inputs["classes"][b, t]] - np.log(np.exp(z).sum())
+    (ce,) = values
+    np.testing.assert_allclose(float(ce.loss_sum), expected, rtol=1e-5)
+    assert float(ce.num_frames) == LENGTHS.sum()
+
+
+def test_dropout_runs_in_training_only():
+    config, in_size, out_size = op_mix_config()
+    model = LayerDictModel(config)
+    inputs, lengths = _batch(in_size, out_size)
+    evals = [float(model.step_losses(inputs, lengths, training=False)[1]) for _ in range(2)]
+    trains = [float(model.step_losses(inputs, lengths, training=True)[1]) for _ in range(2)]
+    assert evals[0] == evals[1]
+    assert trains[0] != evals[0] and trains[0] != trains[1]
+
+
+# --- what the dict holds ----------------------------------------------------------------------------------
+def test_demo_dict_layers_and_classes():
+    config, _, _ = demo_config()
+    model = LayerDictModel(config)
+    net = model.layer_dict.net_dict
+    classes = {name: entry["class"] for name, entry in net.items()}
+    assert classes["layer1.weight"] == classes["layer2.bias"] == "variable"
+    assert classes["relu"] == "activation" and net["relu"]["activation"] == "relu"
+    assert classes["combine"] == "combine" and net["combine"]["kind"] == "add"
+    assert net["combine"]["from"] == ["matmul", "layer1.bias"]
+    # x W with a weight without batch axis: the dot layer cannot name the batch axis, so the generic layer
+    assert classes["matmul"] == "frontend_op" and "shared axes" in model.layer_dict.fallbacks["matmul"]
+    assert classes["cross_entropy"] == "frontend_op"
+    assert net["ce"]["loss"] == "frontend_marked" and net["ce"]["is_output_layer"] is True
+    assert net["ce"]["from"] == ["cross_entropy"]
+    # every layer's template is the one the op computed
+    for name, op in model.layer_dict.ops.items():
+        assert model.network.layers[name].output.dims == op.template.dims, name
+    # parameter names: the model's, and the built network's "<layer>/param"
+    assert set(model.params) == {"layer1.weight", "layer1.bias", "layer2.weight", "layer2.bias"}
+    assert set(model.compiled.params) == {param_checkpoint_name(n) for n in model.params}
+
+
+def test_op_mix_catalogue_layers():
+    config, _, _ = op_mix_config()
+    model = LayerDictModel(config)
+    net = model.layer_dict.net_dict
+    softmax = [e for e in net.values() if e["class"] == "softmax_over_spatial"]
+    assert len(softmax) == 1 and softmax[0]["axis"].description == "time"
+    reduces = sorted((e["mode"], e["axis"].description) for e in net.values() if e["class"] == "reduce")
+    assert ("sum", "time") in reduces and ("mean", "in") in reduces
+    assert net["tanh"]["class"] == "activation"
+    assert net["fer"]["loss"] == "frontend_marked" and model.layer_dict.losses["fer"].as_error
+    # the unused parameter is no layer, but stays a parameter of the model (checkpoints hold it)
+    assert "unused" not in net and "unused" in model.params
+    assert "unused" not in [model.layer_dict.params[k] for k in model.layer_dict.params]
+    # catalogue layers only where the built template is the recorded one
+    for name in net:
+        if name in model.layer_dict.ops and name not in model.layer_dict.generic:
+            layer = model.network.layers.get(name)
+            if layer is not None:
+                assert layer.output.dims == model.layer_dict.ops[name].template.dims, name
+
+
+def test_without_catalogue_every_op_is_generic_and_the_numbers_stay():
+    config, in_size, out_size = op_mix_config()
+    model = LayerDictModel(config)
+    plain = LayerDictModel(config, use_catalogue=False)
+    assert plain.layer_dict.generic == set(plain.layer_dict.ops)
+    for name in model.params:
+        plain.backend.assign_raw(plain.params[name], np.asarray(model.params[name]))
+    inputs, lengths = _batch(in_size, out_size)
+    a = model.step_losses(inputs, lengths, training=False)[1]
+    b = plain.step_losses(inputs, lengths, training=False)[1]
+    np.testing.assert_allclose(float(a), float(b), rtol=1e-5)
+
+
+# --- parameters and checkpoints ---------------------------------------------------------------------------
+def test_param_name_mapping():
+    assert param_layer_name("layer1.weight") == "layer1.weight"
+    assert param_checkpoint_name("layer1.weight") == "layer1.weight/param"
+    assert param_layer_name("enc/0.bias") == "enc.0.bias"  # no "/" in a top-level layer name
+
+
+def test_checkpoint_of_the_direct_model_loads_into_the_dict_path(tmp_path):
+    config, in_size, out_size = demo_config()
+    model = LayerDictModel(config)
+    other = LayerDictModel(config)  # new random initial values
+    direct = other.frontend
+    path = tf.train.Checkpoint(model=direct.checkpoint_root).write(str(tmp_path / "ckpt"))
+    tf.train.Checkpoint(model=model.checkpoint_root).read(path).assert_consumed()
+    for name in direct.params:
+        np.testing.assert_array_equal(np.asarray(model.params[name]), np.asarray(direct.params[name]))
+    inputs, lengths = _batch(in_size, out_size)
+    np.testing.assert_allclose(float(model.step_losses(inputs, lengths, False)[1]),
+                               float(direct.step_losses(inputs, lengths, False)[1]), rtol=1e-5)
+
+
+# --- errors -----------------------------------------------------------------------------------------------
+def test_a_loop_is_refused_with_a_clear_error():
+    time_dim, in_dim, out_dim = Dim(None, name="time"), Dim(3, name="in"), Dim(2, name="out")
+
+    class Model(rf.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = rf.Linear(in_dim, out_dim)
+
+    def train_step(*, model, extern_data, **_kwargs):
+        x = model.proj(extern_data["data"])
+        _, _, last = rf.while_loop(lambda s: rf.reduce_max(s, axis=s.dims) < 0.0, lambda s: s * 2.0, x)
+        rf.reduce_sum(last, axis=out_dim).mark_as_loss(name="loss")
+
+    config = _config(Model, train_step, time_dim, in_dim, out_dim)
+    with pytest.raises(LayerDictUnsupported, match=r"rf.while_loop is not supported on the layer-dict backend"):
+        LayerDictModel(config)
+
+
+def test_a_tensor_from_a_raw_value_is_refused():
+    time_dim, in_dim, out_dim = Dim(None, name="time"), Dim(3, name="in"), Dim(2, name="out")
+
+    class Model(rf.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = rf.Linear(in_dim, out_dim)
+
+    def train_step(*, model, extern_data, **_kwargs):
+        x = extern_data["data"]
+        doubled = rf.Tensor(x.data, x.raw_tensor * 2.0)  # framework code: no op the recorder sees
+        rf.reduce_sum(model.proj(doubled), axis=out_dim).mark_as_loss(name="loss")
+
+    with pytest.raises(LayerDictUnsupported, match="was not made by a frontend op"):
+        LayerDictModel(_config(Model, train_step, time_dim, in_dim, out_dim))
+
+
+def test_recording_leaves_ops_unrecorded_afterwards():
+    """After recording, ops run as before (no recorder left set)."""
+    config, _, _ = demo_config()
+    LayerDictModel(config)
+    from netcompiler.frontend import _dispatch
+
+    assert _dispatch._op_recorder is None
