@@ -42,7 +42,7 @@ USED_KEYS = frozenset({
     "optimizer_epsilon", "learning_rates", "newbob_relative_error_div_by_old", "gradient_clip_norm", "adagrad",
     "adadelta", "rmsprop", "optimize_move_layers_out", "search_output_layer", "search_data", "search_do_eval",
     "search_output_file", "search_output_file_format", "gradient_noise", "gradient_nan_inf_filter",
-    "maximize_grad_norm", "backend",
+    "maximize_grad_norm", "backend", "torch_num_threads", "get_model", "train_step", "forward_step",
 })
 
 # Settings that change nothing here: key -> why (shown in the notice).

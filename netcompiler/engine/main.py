@@ -147,9 +147,9 @@ class Session:
         self.torch = self.backend == "torch"
         seed = config.get("random_seed", 42)
         if self.torch:
-            from .torch_trainer import seed_torch
+            from .torch_trainer import configure_torch
 
-            seed_torch(seed)
+            configure_torch(seed, config.get("torch_num_threads"))
             for key in _TF_ONLY_KEYS:
                 if key in config:
                     print(f"notice: config key '{key}' is a TensorFlow setting; it has no effect with "

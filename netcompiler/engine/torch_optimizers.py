@@ -4,8 +4,12 @@ The config is read and checked by `optimizers.optimizer_settings` (one mechanism
 or bad options); this module maps its Keras-named arguments to a `torch.optim` class. Defaults that differ
 between Keras and PyTorch are taken from Keras (the TensorFlow side), so both backends run the same optimizer:
 RMSProp's rho 0.9 (torch: alpha 0.99), Adadelta's rho 0.95 (torch: 0.9), Adagrad's initial accumulator 0.1
-(torch: 0), AdamW's weight decay 0.004 (torch: 0.01). Keras's ``weight_decay`` on Adam is decoupled, as
-PyTorch's AdamW does it, so Adam with a weight decay is `torch.optim.AdamW`.
+(torch: 0), AdamW's weight decay 0.004 (torch: 0.01), NAdam's momentum schedule (Keras's 0.96 ** t: torch's
+momentum_decay 1). Keras's ``weight_decay`` on Adam is decoupled, as PyTorch's AdamW does it, so Adam with a
+weight decay is `torch.optim.AdamW`. One difference remains: Keras adds Adam's epsilon to the square root of
+the uncorrected second moment and RMSProp's under the square root, PyTorch to the corrected root; with
+RETURNN's default epsilon (1e-16) the updates agree, with an epsilon near the gradients' scale they differ
+slightly.
 
 Gradient clipping (`gradient_clip`, `gradient_clip_norm`, `gradient_clip_global_norm`, in that order, the
 global norm taken before the other two, as on TensorFlow), `gradient_noise` and `gradient_nan_inf_filter` are
@@ -25,7 +29,7 @@ from .optimizers import gradient_clipping, gradient_noise, maximize_grad_norm, n
 _BETAS = {"beta_1": "betas.0", "beta_2": "betas.1", "epsilon": "eps"}
 _TORCH_CLASSES: Dict[str, Any] = {
     "adam": ("Adam", dict(_BETAS, amsgrad="amsgrad", weight_decay="weight_decay"), {}),
-    "nadam": ("NAdam", dict(_BETAS), {}),
+    "nadam": ("NAdam", dict(_BETAS), {"momentum_decay": 1.0}),  # Keras: mu_t = beta1 * (1 - 0.5 * 0.96 ** t)
     "adamw": ("AdamW", dict(_BETAS, amsgrad="amsgrad", weight_decay="weight_decay"), {"weight_decay": 0.004}),
     "sgd": ("SGD", {"momentum": "momentum", "nesterov": "nesterov"}, {}),
     "momentum": ("SGD", {"momentum": "momentum", "nesterov": "nesterov"}, {}),

@@ -8,6 +8,7 @@ from typing import Any, Callable, Dict, List, Optional
 import numpy as np
 import torch
 
+from ..errors import InvalidOptionError
 from .batching import BatchSettings
 from .epochs import EpochLoop
 from .feeding import numpy_batches
@@ -102,6 +103,13 @@ def inference_fn(fn: Callable) -> Callable:
     return run
 
 
-def seed_torch(seed: int) -> None:
-    """Seeds PyTorch's random numbers (dropout, noise) from the config's `random_seed`."""
+def configure_torch(seed: int, num_threads=None) -> None:
+    """Seeds PyTorch's random numbers (dropout, noise) from the config's `random_seed`; with the config's
+    `torch_num_threads`, sets how many threads PyTorch's CPU ops use (its default is one per core, which on a
+    busy machine can make small networks many times slower than one thread)."""
     torch.manual_seed(seed)
+    if num_threads is not None:
+        if isinstance(num_threads, bool) or not isinstance(num_threads, int) or num_threads < 1:
+            raise InvalidOptionError(f"expected a whole number >= 1, got {num_threads!r}",
+                                     subject="config key 'torch_num_threads'", suggestion="e.g. torch_num_threads = 1")
+        torch.set_num_threads(num_threads)
