@@ -144,6 +144,7 @@ def _forward(backend, model, call, batch: Batch, raw_inputs, training: bool, res
     with rf.RunContext(backend, training=training) as ctx:
         for dim, lens in batch.lengths.items():
             ctx.set_size(dim, lens)
+        ctx.set_size(batch_dim, len(next(iter(batch.lengths.values()))), size_dims=())
         tensors = {k: Tensor(Data(k, tuple(i.dims), i.dtype, sparse_dim=i.sparse_dim), raw_inputs[k])
                    for k, i in batch.inputs.items()}
         outputs = call(model, **tensors)

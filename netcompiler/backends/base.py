@@ -203,6 +203,13 @@ class Backend:
         raise _missing(cls, "conv_raw")
 
     @classmethod
+    def transposed_conv_raw(cls, raw: Any, filter_raw: Any, *, strides: Sequence[int]) -> Any:
+        """N-D transposed convolution of `raw` [N, spatial..., C_in] with `filter_raw` [*window, C_in, C_out],
+        unpadded: each input frame i adds its window at output frames i * stride ... i * stride + window - 1, so an
+        axis of n frames gives (n - 1) * stride + window -> [N, spatial'..., C_out]."""
+        raise _missing(cls, "transposed_conv_raw")
+
+    @classmethod
     def pool_raw(cls, raw: Any, mode: str, pool_size: Sequence[int], *, strides: Sequence[int],
                  dilation_rate: Sequence[int], padding: str) -> Any:
         """N-D pooling of `raw` [N, spatial..., C]; mode "max" or "avg"; padding "valid" or "same"."""

@@ -7,8 +7,8 @@ frontend (`rf.matmul(a, b, reduce=dim)`, `rf.reduce(x, mode="max", axis=dim)`,
 `rf.softmax(x, axis=dim)`).
 
 On top of the ops, the model-building API of RETURNN's frontend: `rf.Module`, `rf.Parameter`, `rf.init`,
-containers, `rf.Linear`, `rf.Embedding`, ... (parameters live on the backend `rf.select_backend_torch()` /
-`rf.select_backend_tf()` chose, or the run context's).
+containers, `rf.Linear`, `rf.Embedding`, convolutions, normalization, `rf.LSTM`, ... (parameters live on the
+backend `rf.select_backend_torch()` / `rf.select_backend_tf()` chose, or the run context's).
 """
 
 from ..tensor import Data, Dim, Tensor, batch_dim
@@ -53,11 +53,17 @@ from .activations import (
 )
 from .backend_select import select_backend, select_backend_tf, select_backend_torch, selected_backend
 from .container import ModuleList, ParameterList, Sequential, sequential
+from .conv_modules import Conv1d, Conv2d, Conv3d, TransposedConv1d, TransposedConv2d
+from .dropout import Dropout, dropout_broadcast_default
 from .linear import Embedding, Linear
 from .model_parameter import Parameter
 from .module import Functional, Module
+from .normalization import BatchNorm, LayerNorm, Normalize, RMSNorm, layer_norm, normalize, rms_norm
+from .pooling import max_pool, max_pool1d, pool1d, pool2d, pool3d
 from .random_state import get_random_seed, set_random_seed
+from .rec_modules import LSTM, LstmState, single_step_dim
 from .state import State
+from .transposed_conv import transposed_conv
 
 Tensor._ops = _math  # the operators of Tensor (a + b, a < b, -a) run through the op layer
 Tensor._marks = _run_ctx  # Tensor.mark_as_loss/mark_as_output record in the current run

@@ -17,8 +17,10 @@ def dropout(x: Tensor, drop_prob: float, *, axis: Optional[Sequence[Dim]] = None
         return x
     backend = backend_for(x)
     noise_shape = None
-    if axis is not None:
-        varying = list(axis)
+    if axis is not None and axis is not False:  # RETURNN: one Dim, several, or None/False for all
+        varying = [axis] if isinstance(axis, Dim) else list(axis)
+        if any(not x.has_dim(d) for d in varying):
+            raise ValueError(f"dropout: axis {varying} not all among the dims of {x.data.describe()}")
         shape = backend.get_shape_tuple_raw(x.raw)
         noise_shape = [shape[i] if d in varying else 1 for i, d in enumerate(x.dims)]
     return Tensor(x.data, backend.dropout_raw(x.raw, float(drop_prob), noise_shape))

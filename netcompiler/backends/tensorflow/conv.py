@@ -18,6 +18,16 @@ class ConvOps:
                                  dilations=list(dilation_rate))
 
     @classmethod
+    def transposed_conv_raw(cls, raw: Any, filter_raw: Any, *, strides: Sequence[int]) -> Any:
+        rank = len(raw.shape) - 2
+        window = list(filter_raw.shape[:rank])
+        shape = tf.shape(raw)
+        out_shape = [shape[0]] + [(shape[1 + a] - 1) * strides[a] + window[a] for a in range(rank)] + \
+            [tf.shape(filter_raw)[-1]]
+        filters = tf.transpose(filter_raw, list(range(rank)) + [rank + 1, rank])  # TF wants [*window, C_out, C_in]
+        return tf.nn.conv_transpose(raw, filters, tf.stack(out_shape), strides=list(strides), padding="VALID")
+
+    @classmethod
     def pool_raw(cls, raw: Any, mode: str, pool_size: Sequence[int], *, strides: Sequence[int],
                  dilation_rate: Sequence[int], padding: str) -> Any:
         return tf.nn.pool(raw, list(pool_size), mode.upper(), strides=list(strides), padding=padding.upper(),

@@ -10,6 +10,7 @@ import torch
 import torch.nn.functional as F
 
 _CONV = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}
+_CONV_TRANSPOSE = {1: F.conv_transpose1d, 2: F.conv_transpose2d, 3: F.conv_transpose3d}
 _MAX_POOL = {1: F.max_pool1d, 2: F.max_pool2d, 3: F.max_pool3d}
 
 
@@ -44,6 +45,13 @@ class ConvOps:
         weight = torch.movedim(torch.movedim(filter_raw, -1, 0), -1, 1)  # [C_out, C_in // groups, *window]
         out = _CONV[rank](_channels_first(raw, pads, 0.0), weight, stride=list(strides),
                           dilation=list(dilation_rate), groups=groups)
+        return torch.movedim(out, 1, -1)
+
+    @classmethod
+    def transposed_conv_raw(cls, raw: Any, filter_raw: Any, *, strides: Sequence[int]) -> Any:
+        rank = raw.dim() - 2
+        weight = torch.movedim(torch.movedim(filter_raw, -1, 0), -1, 0)  # [C_in, C_out, *window]
+        out = _CONV_TRANSPOSE[rank](torch.movedim(raw, -1, 1), weight, stride=list(strides))
         return torch.movedim(out, 1, -1)
 
     @classmethod
