@@ -263,3 +263,117 @@ def test_get_model_returning_none_or_a_torch_module_on_tensorflow():
     with pytest.raises(ConfigError, match="runs only with backend 'torch'"):
         FrontendModel(_config(get_model=lambda **_: torch.nn.Linear(3, 2), train_step=_sq_and_error_step),
                       "tensorflow")
+
+
+# --- the demos through compile-net (in this process: the frameworks are imported once) --------------------
+DEMO_RF = os.path.join(REPO, "configs", "demo-12ax-rf.py")
+DEMO_TORCH = os.path.join(REPO, "configs", "demo-12ax-torch.py")
+
+
+DEV_SMALL = {"class": "Task12AXDataset", "num_seqs": 20, "fixed_random_seed": 1}
+
+
+def _compile_net(config, tmp_path, *overrides, task=None, seqs=40, dev=DEV_SMALL):
+    """compile-net on `config` with the model under tmp_path, `seqs` training sequences and `dev` (None: the
+    config's); the printed lines."""
+    import io
+
+    from netcompiler.engine.main import run_task
+
+    log = io.StringIO()
+    args = ["++model", str(tmp_path / "model"), "++learning_rate_file", str(tmp_path / "learning_rates"),
+            "++train", repr({"class": "Task12AXDataset", "num_seqs": seqs}), *overrides]
+    if dev is not None:
+        args += ["++dev", repr(dev)]
+    assert run_task(config, [str(a) for a in args], task=task, log=log) == 0
+    return log.getvalue().splitlines()
+
+
+def _epoch_scores(lines):
+    """{epoch: {"dev ce": value, ...}} from the `epoch N  train ce 0.1  dev ce ...` lines."""
+    result = {}
+    for line in lines:
+        if line.startswith("epoch ") and "  " in line:
+            words = line.split()
+            scores = {f"{words[i]} {words[i + 1]}": float(words[i + 2])
+                      for i in range(2, len(words) - 2) if words[i] in ("train", "dev")}
+            result[int(words[1])] = scores
+    return result
+
+
+def test_demo_torch_one_epoch_then_resume_and_forward(tmp_path):
+    """RETURNN's plain PyTorch demo: an epoch with dev ce and fer, a second epoch resumed from the
+    checkpoint, and --task forward writing the logits of dev with each sequence's length."""
+    pytest.importorskip("torch")
+    first = _compile_net(DEMO_TORCH, tmp_path, "++num_epochs", 1)
+    scores = _epoch_scores(first)[1]
+    assert set(scores) == {"train ce", "train fer", "dev ce", "dev fer"}
+    assert 0.0 < scores["dev ce"] < 0.7 and 0.0 <= scores["dev fer"] <= 1.0
+    assert os.path.exists(str(tmp_path / "model.001.pt"))
+    second = _compile_net(DEMO_TORCH, tmp_path, "++num_epochs", 2)
+    assert any(line.startswith("resuming after epoch 1") for line in second)
+    assert set(_epoch_scores(second)) == {2}
+    out = tmp_path / "forward.hdf"
+    lines = _compile_net(DEMO_TORCH, tmp_path, "++num_epochs", 2, "++output_file", str(out), task="forward")
+    assert any("20 sequences of 'dev'" in line for line in lines)
+    import h5py
+
+    from netcompiler.engine.datasets import make_dataset
+
+    dev = make_dataset({"class": "Task12AXDataset", "num_seqs": 20, "fixed_random_seed": 1}, "dev")
+    dev.init_epoch(1)
+    with h5py.File(out, "r") as f:
+        lengths = f["seqLengths"][:, 0] if f["seqLengths"].ndim == 2 else f["seqLengths"][:]
+        logits = f["inputs"][:]
+    assert logits.shape == (int(lengths.sum()), 2) and np.isfinite(logits).all() and logits.std() > 0
+    assert list(lengths) == [dev.seq_length(i)["data"] for i in range(20)]
+
+
+def test_demo_rf_one_epoch_on_both_backends(tmp_path):
+    """RETURNN's frontend demo trains an epoch on PyTorch and on TensorFlow from the same initial parameters
+    (drawn with NumPy from random_seed) on the same batches: the same scores; a rerun resumes."""
+    for backend in BACKENDS:
+        _need(backend)
+    results = {}
+    for backend in BACKENDS:
+        lines = _compile_net(DEMO_RF, tmp_path / backend, "++num_epochs", 1, "++backend", backend)
+        results[backend] = _epoch_scores(lines)[1]
+        assert set(results[backend]) == {"train ce", "dev ce"}
+        assert 0.0 < results[backend]["dev ce"] < 0.7
+    for key in ("train ce", "dev ce"):
+        assert results["torch"][key] == pytest.approx(results["tensorflow"][key], abs=2e-3)
+    again = _compile_net(DEMO_RF, tmp_path / "tensorflow", "++num_epochs", 2, "++backend", "tensorflow")
+    assert any(line.startswith("resuming after epoch 1") for line in again) and set(_epoch_scores(again)) == {2}
+
+
+def _context_free_optimum():
+    """The lowest dev ce any model that sees one frame at a time can reach on the demos' dev set: the entropy of
+    the class given the frame's input symbol, per frame (12AX targets depend on earlier symbols)."""
+    from netcompiler.engine.datasets import make_dataset
+
+    dev = make_dataset({"class": "Task12AXDataset", "num_seqs": 100, "fixed_random_seed": 1}, "dev")
+    dev.init_epoch(1)
+    seqs = [dev.get_seq(i) for i in range(dev.num_seqs())]
+    symbols = np.concatenate([s["data"].argmax(-1) for s in seqs])
+    classes = np.concatenate([s["classes"] for s in seqs])
+    total = 0.0
+    for symbol in np.unique(symbols):
+        p = classes[symbols == symbol].mean()
+        if 0 < p < 1:
+            total += (symbols == symbol).sum() * -(p * np.log(p) + (1 - p) * np.log(1 - p))
+    return total / len(classes)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("config, backend", [(DEMO_TORCH, "torch"), (DEMO_RF, "torch"), (DEMO_RF, "tensorflow")])
+def test_demo_five_epochs_reach_returnns_range(tmp_path, config, backend):
+    """The demos as configured (1000 sequences, 5 epochs, their dev set): the conv model of demo-torch (13
+    frames of context) flags the 12AX targets (dev fer well under 0.1); demo-rf's model is a frame-wise MLP,
+    which cannot see context: it ends at the best a context-free model can do (RETURNN's would too)."""
+    _need(backend)
+    lines = _compile_net(config, tmp_path, "++backend", backend, seqs=1000, dev=None)
+    scores = _epoch_scores(lines)[5]
+    if config == DEMO_TORCH:
+        assert scores["dev fer"] < 0.05 and scores["dev ce"] < 0.1
+    else:
+        assert scores["dev ce"] == pytest.approx(_context_free_optimum(), abs=0.005)
