@@ -376,3 +376,370 @@ def test_gating_halves_the_feature_dim():
     got = result.outputs["output"]
     mask = result.valid["output"]
     np.testing.assert_allclose(got[mask], want[mask], rtol=1e-5, atol=1e-6)
+
+
+# --- convolution, transposed convolution, pooling -------------------------------------------------------------
+def _np_conv1d(x, w, b, stride, padding, dilation=1):
+    """One sequence x [T, in] with w [out, in, K] as TF computes it (SAME: the smaller half of the padding left)."""
+    k = w.shape[2]
+    span = (k - 1) * dilation + 1
+    n = x.shape[0]
+    if padding == "same":
+        out = -(-n // stride)
+        total = max((out - 1) * stride + span - n, 0)
+        x = np.pad(x, [(total // 2, total - total // 2), (0, 0)])
+    else:
+        out = max(-(-(n - span + 1) // stride), 0)
+    y = np.zeros((out, w.shape[0]))
+    for o in range(out):
+        for j in range(k):
+            y[o] += x[o * stride + j * dilation] @ w[:, :, j].T
+    return y + b
+
+
+def _np_transposed_conv1d(x, w, b, stride, padding):
+    """One sequence x [T, in] with w [in, out, K], cut as TF's conv_transpose."""
+    n, k = x.shape[0], w.shape[2]
+    full = np.zeros(((n - 1) * stride + k if n else 0, w.shape[1]))
+    for i in range(n):
+        for j in range(k):
+            full[i * stride + j] += x[i] @ w[:, :, j]
+    keep = n * stride + (max(k - stride, 0) if padding == "valid" else 0)
+    left = max(k - stride, 0) // 2 if padding == "same" else 0
+    full = np.pad(full, [(0, max(left + keep - full.shape[0], 0)), (0, 0)])
+    return full[left:left + keep] + b
+
+
+def _np_pool1d(x, mode, size, stride, padding):
+    """One sequence x [T, C]; windows count only real frames (an empty one gives 0)."""
+    n = x.shape[0]
+    if padding == "same":
+        out = -(-n // stride)
+        left = max((out - 1) * stride + size - n, 0) // 2
+    else:
+        out, left = max(-(-(n - size + 1) // stride), 0), 0
+    y = np.zeros((out, x.shape[1]))
+    for o in range(out):
+        frames = x[max(o * stride - left, 0):max(o * stride - left + size, 0)]
+        if len(frames):
+            y[o] = frames.max(0) if mode == "max" else frames.mean(0)
+    return y
+
+
+def _per_sequence(result, name, out_dim, want_fn, batch, in_key="x"):
+    """Compares each sequence's valid output frames with `want_fn(its valid input frames)` and the output lengths."""
+    got = result.value(name, [batch_dim, result.dims[name][1] if result.dims[name][0] == batch_dim else
+                              result.dims[name][0], out_dim])
+    mask = result.mask(name, [batch_dim, [d for d in result.dims[name] if d not in (batch_dim, out_dim)][0],
+                              out_dim])[..., 0]
+    x = batch.inputs[in_key].value
+    for i, n in enumerate(LENGTHS[TIME]):
+        want = want_fn(x[i, :n].astype(np.float64))
+        assert mask[i].sum() == len(want), (i, mask[i].sum(), len(want))
+        np.testing.assert_allclose(got[i, :len(want)], want, rtol=1e-5, atol=1e-5, err_msg=f"sequence {i}")
+
+
+CONV_CASES = [("same", 1, 3), ("same", 2, 3), ("valid", 1, 2), ("valid", 2, 3), ("same", 3, 4)]
+
+
+@pytest.mark.parametrize("padding,stride,window", CONV_CASES)
+def test_conv1d_matches_numpy_per_sequence(padding, stride, window):
+    batch = ragged_batch({"x": Input([batch_dim, TIME, IN])}, LENGTHS)
+    out_dims = {}
+
+    def call(model, x):
+        y, out_dims["time"] = model(x, in_spatial_dim=TIME)
+        return y
+
+    result, _ = run_both(lambda: rf.Conv1d(IN, OUT, window, padding=padding, strides=stride), call, batch)
+    w, b = result.params["filter"], result.params["bias"]
+    assert w.shape == (3, 5, window) and list(result.params) == ["filter", "bias"]
+    assert (out_dims["time"] is TIME) == (padding == "same" and stride == 1)
+    _per_sequence(result, "output", OUT, lambda x: _np_conv1d(x, w, b, stride, padding), batch)
+
+
+def test_conv1d_dilated_and_grouped():
+    feat = Dim(4, name="feat")
+    batch = ragged_batch({"x": Input([batch_dim, TIME, feat])}, LENGTHS)
+    result, _ = run_both(lambda: rf.Conv1d(feat, Dim(6, name="out6"), 2, padding="valid", dilation_rate=2, groups=2),
+                         lambda m, x: m(x, in_spatial_dim=TIME)[0], batch)
+    w, b = result.params["filter"], result.params["bias"]  # [6, 2, 2]: each group of 3 outputs reads 2 inputs
+    full = np.zeros((6, 4, 2))
+    full[:3, :2], full[3:, 2:] = w[:3], w[3:]
+    out6 = result.model.out_dim
+    _per_sequence(result, "output", out6, lambda x: _np_conv1d(x, full, b, 1, "valid", dilation=2), batch)
+
+
+def test_conv2d_over_time_and_a_static_dim():
+    freq = Dim(6, name="freq")
+    batch = ragged_batch({"x": Input([batch_dim, TIME, freq, IN])}, LENGTHS)
+    holder = {}
+
+    def call(model, x):
+        y, holder["dims"] = model(x, in_spatial_dims=[TIME, freq])
+        return y
+
+    result, _ = run_both(lambda: rf.Conv2d(IN, OUT, [3, 2], padding="same", strides=[1, 2]), call, batch)
+    w, b = result.params["filter"], result.params["bias"]  # [out, in, 3, 2]
+    t_dim, f_dim = holder["dims"]
+    assert t_dim is TIME and f_dim.size == 3
+    got = result.value("output", [batch_dim, TIME, f_dim, OUT])
+    x = batch.inputs["x"].value.astype(np.float64)
+    for i, n in enumerate(LENGTHS[TIME]):
+        xp = np.pad(x[i, :n], [(1, 1), (0, 0), (0, 0)])  # time: window 3, "same": one frame each side
+        want = np.zeros((n, 3, 3)) + b  # freq: 6 frames, stride 2, window 2: no padding
+        for t in range(n):
+            for f in range(3):
+                want[t, f] += np.einsum("kjc,ockj->o", xp[t:t + 3, 2 * f:2 * f + 2], w)
+        np.testing.assert_allclose(got[i, :n], want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("padding,stride,window", [("valid", 2, 3), ("valid", 3, 2), ("same", 2, 4), ("same", 2, 1),
+                                                   ("valid", 1, 3)])
+def test_transposed_conv1d_matches_numpy_per_sequence(padding, stride, window):
+    batch = ragged_batch({"x": Input([batch_dim, TIME, IN])}, LENGTHS)
+    result, _ = run_both(lambda: rf.TransposedConv1d(IN, OUT, window, padding=padding, strides=stride),
+                         lambda m, x: m(x, in_spatial_dim=TIME)[0], batch)
+    w, b = result.params["filter"], result.params["bias"]
+    assert w.shape == (5, 3, window)
+    _per_sequence(result, "output", OUT, lambda x: _np_transposed_conv1d(x, w, b, stride, padding), batch)
+
+
+def test_transposed_conv_strides_default_to_the_window_and_refuse_output_padding():
+    batch = ragged_batch({"x": Input([batch_dim, TIME, IN])}, LENGTHS)
+    result, _ = run_both(lambda: rf.TransposedConv1d(IN, OUT, 2, padding="valid"),
+                         lambda m, x: m(x, in_spatial_dim=TIME)[0], batch)
+    w, b = result.params["filter"], result.params["bias"]
+    _per_sequence(result, "output", OUT, lambda x: _np_transposed_conv1d(x, w, b, 2, "valid"), batch)
+    rf.select_backend("tensorflow")
+    module = rf.TransposedConv1d(IN, OUT, 2, padding="valid", output_padding=1)
+    with rf.RunContext(get_backend("tensorflow")) as ctx:
+        ctx.set_size(TIME, np.array([2, 1], "int32"))
+        x = rf.convert_to_tensor(np.zeros((2, 2, 5), "float32"), dims=[batch_dim, TIME, IN])
+        with pytest.raises(NotImplementedError, match="output_padding are not supported"):
+            module(x, in_spatial_dim=TIME)
+
+
+@pytest.mark.parametrize("mode", ["max", "avg"])
+@pytest.mark.parametrize("padding,stride,size", [("valid", None, 2), ("same", 1, 3), ("same", 2, 3), ("valid", 1, 3)])
+def test_pool1d_matches_numpy_per_sequence(mode, padding, stride, size):
+    batch = ragged_batch({"x": Input([batch_dim, TIME, IN])}, LENGTHS)
+    if mode == "max":
+        call = lambda m, x: rf.max_pool1d(x, pool_size=size, padding=padding, strides=stride,  # noqa: E731
+                                          in_spatial_dim=TIME)[0]
+    else:
+        call = lambda m, x: rf.pool1d(x, mode="avg", pool_size=size, padding=padding, strides=stride,  # noqa: E731
+                                      in_spatial_dim=TIME)[0]
+    result, _ = run_both(lambda: None, call, batch)
+    _per_sequence(result, "output", IN, lambda x: _np_pool1d(x, mode, size, stride or size, padding), batch)
+    assert np.all(result.outputs["output"][~result.valid["output"]] == 0)  # padded output frames are zero
+
+
+def test_pool2d_over_time_and_a_static_dim():
+    freq = Dim(4, name="freq")
+    batch = ragged_batch({"x": Input([batch_dim, TIME, freq, IN])}, LENGTHS)
+    holder = {}
+
+    def call(model, x):
+        y, holder["dims"] = rf.pool2d(x, mode="max", pool_size=(2, 2), padding="same", in_spatial_dims=[TIME, freq])
+        return y
+
+    result, _ = run_both(lambda: None, call, batch)
+    t_dim, f_dim = holder["dims"]
+    got = result.value("output", [batch_dim, t_dim, f_dim, IN])
+    x = batch.inputs["x"].value
+    for i, n in enumerate(LENGTHS[TIME]):
+        want = np.stack([x[i, 2 * t:min(2 * t + 2, n)].reshape(-1, 2, 2, 5).max(axis=(0, 2))
+                         for t in range(-(-n // 2))]) if n else np.zeros((0, 2, 5))
+        np.testing.assert_allclose(got[i, :len(want)], want, rtol=1e-6)
+
+
+# --- normalization ----------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("kind", ["LayerNorm", "RMSNorm"])
+def test_layer_and_rms_norm(kind):
+    batch = ragged_batch({"x": Input([batch_dim, TIME, IN])}, LENGTHS)
+
+    def build():
+        module = getattr(rf, kind)(IN)
+        module.scale.initial = np.linspace(0.5, 1.5, 5).astype("float32")
+        if module.bias is not None:
+            module.bias.initial = np.linspace(-1, 1, 5).astype("float32")
+        return module
+
+    result, _ = run_both(build, lambda m, x: m(x), batch)
+    x = batch.inputs["x"].value.astype(np.float64)
+    p = result.params
+    if kind == "LayerNorm":
+        want = (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + 1e-6) * p["scale"] + p["bias"]
+    else:
+        want = x / np.sqrt((x * x).mean(-1, keepdims=True) + 1e-6) * p["scale"]
+    dims = [batch_dim, TIME, IN]
+    mask = result.mask("output", dims)
+    np.testing.assert_allclose(result.value("output", dims)[mask], want[mask], rtol=1e-4, atol=1e-5)
+
+
+def _bn_reference(x, mask, gamma, beta, eps=1e-3):
+    valid = x[mask[..., 0]]  # [frames, in]
+    mean, var = valid.mean(0), valid.var(0)
+    return (x - mean) / np.sqrt(var + eps) * gamma + beta, mean, var
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_batch_norm_training_masks_padding_and_moves_running_stats(backend):
+    batch = ragged_batch({"x": Input([batch_dim, TIME, IN])}, LENGTHS)
+    from frontend_harness import run
+
+    def build():
+        bn = rf.BatchNorm(IN)
+        bn.gamma.initial = np.linspace(0.5, 2, 5).astype("float32")
+        bn.beta.initial = np.linspace(-1, 1, 5).astype("float32")
+        return bn
+
+    result = run(backend, build, lambda m, x: m(x), batch, training=True)
+    x = batch.inputs["x"].value.astype(np.float64)
+    dims = [batch_dim, TIME, IN]
+    mask = result.mask("output", dims)
+    want, mean, var = _bn_reference(x, mask, result.params["gamma"], result.params["beta"])
+    np.testing.assert_allclose(result.value("output", dims)[mask], want[mask], rtol=1e-4, atol=1e-4)
+    to_numpy = get_backend(backend).to_numpy
+    np.testing.assert_allclose(to_numpy(result.model.running_mean.raw), 0.1 * mean, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(to_numpy(result.model.running_variance.raw), 0.9 + 0.1 * var, rtol=1e-5)
+    assert set(result.grads) == {"gamma", "beta", "input:x"}  # running statistics are not trainable
+
+
+def test_batch_norm_same_on_both_backends_in_training_and_eval():
+    batch = ragged_batch({"x": Input([batch_dim, TIME, IN])}, LENGTHS)
+    run_both(lambda: rf.BatchNorm(IN), lambda m, x: m(x), batch, training=True)
+
+    def build():
+        bn = rf.BatchNorm(IN, eps=1e-5)
+        bn.running_mean.initial = np.arange(5, dtype="float32")
+        bn.running_variance.initial = np.arange(1, 6, dtype="float32")
+        return bn
+
+    result, _ = run_both(build, lambda m, x: m(x), batch)  # eval: the running statistics
+    x = batch.inputs["x"].value
+    want = (x - np.arange(5)) / np.sqrt(np.arange(1, 6) + 1e-5)
+    np.testing.assert_allclose(result.outputs["output"], want, rtol=1e-5, atol=1e-5)
+
+
+def test_batch_norm_without_mask_counts_padding():
+    batch = ragged_batch({"x": Input([batch_dim, TIME, IN])}, LENGTHS)
+    from frontend_harness import run
+
+    result = run("tensorflow", lambda: rf.BatchNorm(IN, use_mask=False, affine=False), lambda m, x: m(x), batch,
+                 training=True)
+    x = batch.inputs["x"].value.astype(np.float64)
+    want = (x - x.mean((0, 1))) / np.sqrt(x.var((0, 1)) + 1e-3)
+    np.testing.assert_allclose(result.outputs["output"], want, rtol=1e-4, atol=1e-4)
+    assert list(result.params) == ["running_mean", "running_variance"]
+
+
+def test_normalization_errors():
+    rf.select_backend("tensorflow")
+    with rf.RunContext(get_backend("tensorflow")):
+        x = rf.convert_to_tensor(np.zeros((2, 3), "float32"), dims=[batch_dim, OUT])
+        with pytest.raises(ValueError, match=r"<BatchNorm .*'in'.*expects an input with in_dim"):
+            rf.BatchNorm(IN)(x)
+        with pytest.raises(ValueError, match=r"LayerNorm.*expects an input with in_dim .*'in'"):
+            rf.LayerNorm(IN)(x)
+    with pytest.raises(ValueError, match="momentum must be in"):
+        rf.BatchNorm(IN, momentum=2.0)
+
+
+# --- LSTM -------------------------------------------------------------------------------------------------------
+def _np_lstm(x, ff, rec, bias, h, c):
+    """One sequence x [T, in]; ff [4n, in], rec [4n, n]; gates i, f, c, o. Outputs [T, n] and the final h, c."""
+    def sigmoid(v):
+        return 1 / (1 + np.exp(-v))
+
+    n = rec.shape[1]
+    outs = []
+    for frame in x:
+        z = ff @ frame + rec @ h + bias
+        i, f, g, o = z[:n], z[n:2 * n], z[2 * n:3 * n], z[3 * n:]
+        c = sigmoid(f) * c + sigmoid(i) * np.tanh(g)
+        h = sigmoid(o) * np.tanh(c)
+        outs.append(h)
+    return np.array(outs).reshape(len(x), n), h, c
+
+
+def test_lstm_matches_numpy_per_sequence_with_final_states():
+    batch = ragged_batch({"x": Input([batch_dim, TIME, IN])}, LENGTHS)
+
+    def call(model, x):
+        out, state = model(x, state=model.default_initial_state(batch_dims=[batch_dim]), spatial_dim=TIME)
+        assert isinstance(state, rf.LstmState)
+        return {"out": out, "h": state.h, "c": state.c}
+
+    result, _ = run_both(lambda: rf.LSTM(IN, OUT), call, batch)
+    p = result.params
+    assert list(p) == ["ff_weight", "rec_weight", "bias"] and p["ff_weight"].shape == (12, 5)
+    out = result.value("out", [batch_dim, TIME, OUT])
+    for i, n in enumerate(LENGTHS[TIME]):
+        want, h, c = _np_lstm(batch.inputs["x"].value[i, :n].astype(np.float64), p["ff_weight"], p["rec_weight"],
+                              p["bias"], np.zeros(3), np.zeros(3))
+        np.testing.assert_allclose(out[i, :n], want, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(result.value("h", [batch_dim, OUT])[i], h, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(result.value("c", [batch_dim, OUT])[i], c, rtol=1e-5, atol=1e-6)
+
+
+def test_lstm_single_step_continues_a_state_and_reads_indices():
+    vocab = Dim(6, name="vocab")
+    batch = ragged_batch({"labels": Input([batch_dim], "int32", sparse_dim=vocab),
+                          "h": Input([batch_dim, OUT]), "c": Input([batch_dim, OUT])}, {TIME: [1, 1, 1]})
+
+    def call(model, labels, h, c):
+        out, state = model(labels, state=rf.LstmState(h=h, c=c), spatial_dim=rf.single_step_dim)
+        return {"out": out, "c": state.c}
+
+    result, _ = run_both(lambda: rf.LSTM(vocab, OUT, with_bias=False), call, batch)
+    p = result.params
+    assert list(p) == ["ff_weight", "rec_weight"]
+    inputs = {k: v.value.astype(np.float64) for k, v in batch.inputs.items()}
+    for i in range(3):
+        onehot = np.eye(6)[batch.inputs["labels"].value[i]]
+        want, h, c = _np_lstm(onehot[None], p["ff_weight"], p["rec_weight"], np.zeros(12), inputs["h"][i],
+                              inputs["c"][i])
+        np.testing.assert_allclose(result.value("out", [batch_dim, OUT])[i], h, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(result.value("c", [batch_dim, OUT])[i], c, rtol=1e-5, atol=1e-6)
+
+
+def test_lstm_errors():
+    rf.select_backend("tensorflow")
+    lstm = rf.LSTM(IN, OUT)
+    with rf.RunContext(get_backend("tensorflow")) as ctx:
+        ctx.set_size(TIME, np.array([2, 1], "int32"))
+        x = rf.convert_to_tensor(np.zeros((2, 2, 3), "float32"), dims=[batch_dim, TIME, OUT])
+        with pytest.raises(ValueError, match=r"<LSTM .*expects an input with in_dim .*'in'.*got"):
+            lstm(x, state=rf.LstmState(h=None, c=None), spatial_dim=TIME)
+        x = rf.convert_to_tensor(np.zeros((2, 2, 5), "float32"), dims=[batch_dim, TIME, IN])
+        with pytest.raises(ValueError, match="the state needs entries h and c"):
+            lstm(x, state=rf.State(h=x), spatial_dim=TIME)
+
+
+# --- dropout ----------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_dropout_scales_kept_values_and_shares_its_mask_along_other_dims(backend):
+    b = get_backend(backend)
+    rf.select_backend(backend)
+    feat = Dim(2000, name="feat")
+    x_np = np.random.RandomState(0).uniform(1, 2, (3, 4, 2000)).astype("float32")
+    for training in (True, False):
+        with rf.RunContext(b, training=training) as ctx:
+            ctx.set_size(TIME, np.array([4, 2, 3], "int32"))
+            x = rf.convert_to_tensor(x_np, dims=[batch_dim, TIME, feat])
+            y = b.to_numpy(rf.Dropout(0.3)(x).raw)
+            shared = b.to_numpy(rf.Dropout(0.3, axis=feat)(x).raw)
+        if not training:
+            np.testing.assert_array_equal(y, x_np)
+            np.testing.assert_array_equal(shared, x_np)
+            continue
+        kept = y != 0
+        assert abs(kept.mean() - 0.7) < 0.01
+        np.testing.assert_allclose(y[kept], x_np[kept] / 0.7, rtol=1e-6)
+        kept_shared = shared != 0
+        assert np.all(kept_shared == kept_shared[:1, :1])  # the same features dropped everywhere
+        assert abs(kept_shared[0, 0].mean() - 0.7) < 0.05
+    with pytest.raises(ValueError, match="drop_prob must be in"):
+        rf.Dropout(1.0)
