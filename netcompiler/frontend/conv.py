@@ -124,9 +124,14 @@ def _padding(padding: str) -> str:
 
 
 def _out_spatial_dims(spatial, window, strides, dilation, padding, given) -> List[Dim]:
-    """The output spatial dims: `given`, or derived by `conv_out_dim`. A given dynamic dim other than the derived
-    one gets the derived one's sizes in this run."""
+    """The output spatial dims: `given`, or derived by `conv_out_dim`."""
     derived = [conv_out_dim(d, w, s, r, padding) for d, w, s, r in zip(spatial, window, strides, dilation)]
+    return _adopt_out_dims(derived, given)
+
+
+def _adopt_out_dims(derived: List[Dim], given: Optional[Sequence[Dim]]) -> List[Dim]:
+    """`given` output spatial dims in place of the `derived` ones (None: those); a given dynamic dim other than
+    the derived one gets the derived one's sizes in this run."""
     if given is None:
         return derived
     given = list(given)
@@ -136,7 +141,7 @@ def _out_spatial_dims(spatial, window, strides, dilation, padding, given) -> Lis
         if out == want:
             continue
         if out.size != want.size:
-            raise ValueError(f"out_spatial_dims: {out} has another size than the conv's output {want}")
+            raise ValueError(f"out_spatial_dims: {out} has another size than the output {want}")
         if out.is_dynamic:
             ctx = get_run_ctx()
             ctx.set_size(out, ctx.size(want))

@@ -14,8 +14,7 @@ from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 from ..tensor import SPATIAL, Dim, Tensor, merge_dims, pad_dim
 from .array import masked, permute
-from .conv import _Layout, _padding, _per_axis
-from .run_ctx import get_run_ctx
+from .conv import _Layout, _padding, _per_axis, _adopt_out_dims
 
 IntOrInts = Union[int, Sequence[int]]
 
@@ -73,18 +72,5 @@ def transposed_conv_out_dim(dim: Dim, window: int, stride: int, padding: str) ->
 
 
 def _out_dims(spatial, window, strides, padding, given) -> List[Dim]:
-    derived = [transposed_conv_out_dim(d, k, s, padding) for d, k, s in zip(spatial, window, strides)]
-    if given is None:
-        return derived
-    given = list(given)
-    if len(given) != len(derived):
-        raise ValueError(f"out_spatial_dims {given} has {len(given)} entries for {len(derived)} spatial dims")
-    for out, want in zip(given, derived):
-        if out == want:
-            continue
-        if out.size != want.size:
-            raise ValueError(f"out_spatial_dims: {out} has another size than the transposed conv's output {want}")
-        if out.is_dynamic:
-            ctx = get_run_ctx()
-            ctx.set_size(out, ctx.size(want))
-    return given
+    return _adopt_out_dims([transposed_conv_out_dim(d, k, s, padding) for d, k, s in zip(spatial, window, strides)],
+                          given)
