@@ -22,6 +22,8 @@ from netcompiler.tensor import Dim, Tensor, TensorDict, batch_dim
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BACKENDS = ["torch", "tensorflow"]
+DEMO_RF = os.path.join(REPO, "configs", "demo-12ax-rf.py")
+DEMO_TORCH = os.path.join(REPO, "configs", "demo-12ax-torch.py")
 
 
 def _need(backend):
@@ -220,6 +222,45 @@ def test_tensorflow_step_runs_inside_a_tf_function():
     assert step.experimental_get_tracing_count() == 1
 
 
+def _logits_forward_step(*, model, extern_data, **_):
+    rf.get_run_ctx().mark_as_default_output(model(extern_data["data"]))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_forward_step_output_takes_the_declared_dims_and_sizes(backend):
+    """model_outputs with the model's own Dims: the output is laid out as declared (here [B, out, T], unlike
+    the model's [B, T, out]) and its time dim has the batch's lengths."""
+    model = _model(_sq_and_error_step, backend, forward_step=_logits_forward_step,
+                   model_outputs={"output": {"dims": (batch_dim, OUT, TIME), "dtype": "float32"}})
+    inputs, lengths = _batch()
+    run = model.forward_outputs(inputs, lengths)
+    output = run.outputs["output"]
+    assert output.dims == (batch_dim, OUT, TIME)
+    expected = inputs["data"] @ _raw_to_numpy(backend, model.params["linear.weight"])
+    valid = np.arange(expected.shape[1])[None, :] < LENGTHS[:, None]
+    got = _raw_to_numpy(backend, output.raw).transpose(0, 2, 1)
+    np.testing.assert_allclose(got[valid], expected[valid], rtol=1e-5)
+    assert _raw_to_numpy(backend, run.size(TIME).raw).tolist() == LENGTHS.tolist()
+
+
+def test_forward_step_output_with_other_dims_than_declared_is_named():
+    model = _model(_sq_and_error_step, forward_step=_logits_forward_step, model_outputs={"output": {"dim": 2}})
+    with pytest.raises(ValueError, match="'output' has dims .* model_outputs"):
+        model.forward_outputs(*_batch())
+
+
+def test_dump_net_shows_the_parameters_and_marked_losses(capsys):
+    pytest.importorskip("torch")
+    from netcompiler.cli import dump_net_main
+
+    assert dump_net_main([DEMO_RF]) == 0
+    out = capsys.readouterr().out
+    sizes = [(9, 50), (50,), (50, 100), (100,), (100, 2), (2,)]  # demo-rf's three Linear layers
+    assert f"6 parameter tensors, {sum(int(np.prod(s)) for s in sizes)} parameters" in out
+    assert "param layer1.weight ['in'(9), 'hidden'(50)] (450)" in out
+    assert "loss     ce         [B, T|'time'] float32" in out
+
+
 # --- errors --------------------------------------------------------------------------------------
 def _config(**values):
     return Config(dict(extern_data=EXTERN, **values), path="my-config.py")
@@ -266,8 +307,6 @@ def test_get_model_returning_none_or_a_torch_module_on_tensorflow():
 
 
 # --- the demos through compile-net (in this process: the frameworks are imported once) --------------------
-DEMO_RF = os.path.join(REPO, "configs", "demo-12ax-rf.py")
-DEMO_TORCH = os.path.join(REPO, "configs", "demo-12ax-torch.py")
 
 
 DEV_SMALL = {"class": "Task12AXDataset", "num_seqs": 20, "fixed_random_seed": 1}
@@ -313,6 +352,8 @@ def test_demo_torch_one_epoch_then_resume_and_forward(tmp_path):
     second = _compile_net(DEMO_TORCH, tmp_path, "++num_epochs", 2)
     assert any(line.startswith("resuming after epoch 1") for line in second)
     assert set(_epoch_scores(second)) == {2}
+    evaluated = _compile_net(DEMO_TORCH, tmp_path, "++num_epochs", 2, task="eval")
+    assert any("model.002.pt" in line and "dev ce" in line and "dev fer" in line for line in evaluated)
     out = tmp_path / "forward.hdf"
     lines = _compile_net(DEMO_TORCH, tmp_path, "++num_epochs", 2, "++output_file", str(out), task="forward")
     assert any("20 sequences of 'dev'" in line for line in lines)

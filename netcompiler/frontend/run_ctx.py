@@ -225,7 +225,12 @@ class RunContext:
         elif dims is not None or expected is not None:
             from .array import permute
 
-            tensor = permute(tensor, dims if dims is not None else expected.dims)
+            dims = dims if dims is not None else expected.dims
+            if set(dims) != set(tensor.dims):
+                raise ValueError(f"mark_as_output: the output {name!r} has dims {tensor.data.describe()}, not "
+                                 f"{list(dims)}" + (" (declared in model_outputs: give the entry 'dims' with "
+                                                    "the model's own Dims)" if expected is not None else ""))
+            tensor = permute(tensor, dims)
         root.outputs[name] = tensor
 
     def mark_as_default_output(self, tensor: Any, *, shape=None, dims=None) -> None:
