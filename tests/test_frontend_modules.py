@@ -743,3 +743,29 @@ def test_dropout_scales_kept_values_and_shares_its_mask_along_other_dims(backend
         assert abs(kept_shared[0, 0].mean() - 0.7) < 0.05
     with pytest.raises(ValueError, match="drop_prob must be in"):
         rf.Dropout(1.0)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_set_random_seed_restarts_the_backends_dropout_masks(backend):
+    b = get_backend(backend)
+    rf.select_backend(backend)
+    masks = []
+    for seed in (3, 3, 4):
+        rf.set_random_seed(seed)
+        with rf.RunContext(b, training=True):
+            x = rf.convert_to_tensor(np.ones((4, 50), "float32"), dims=[batch_dim, IN.__class__(50, name="f")])
+            masks.append(b.to_numpy(rf.dropout(x, 0.5).raw) != 0)
+    np.testing.assert_array_equal(masks[0], masks[1])
+    assert not np.array_equal(masks[0], masks[2])
+
+
+def test_no_op_is_shadowed_by_a_submodule_of_the_same_name():
+    import inspect
+    import types
+
+    ops = {name for module in vars(rf).values() if isinstance(module, types.ModuleType)
+           and module.__name__.startswith("netcompiler.frontend.")
+           for name, value in vars(module).items() if inspect.isfunction(value) and not name.startswith("_")}
+    shadowed = [name for name in ops if isinstance(getattr(rf, name, None), types.ModuleType)]
+    assert not shadowed, shadowed
+    assert rf.dropout.__module__ == "netcompiler.frontend.nn"

@@ -240,6 +240,11 @@ class Backend:
         raise _missing(cls, "dropout_raw")
 
     @classmethod
+    def set_random_seed_raw(cls, seed: int) -> None:
+        """Restarts the framework's random state (dropout masks, `random_raw`) from `seed`. A backend without a
+        random state of its own (one that builds a graph for another backend to run) has nothing to restart."""
+
+    @classmethod
     def random_raw(cls, shape: Sequence[Any], distribution: str, dtype: str, **kwargs) -> Any:
         """distribution: uniform (minval, maxval), normal (mean, stddev), truncated_normal."""
         raise _missing(cls, f"random_raw {distribution}")

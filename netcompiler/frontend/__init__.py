@@ -54,7 +54,7 @@ from .activations import (
 from .backend_select import select_backend, select_backend_tf, select_backend_torch, selected_backend
 from .container import ModuleList, ParameterList, Sequential, sequential
 from .conv_modules import Conv1d, Conv2d, Conv3d, TransposedConv1d, TransposedConv2d
-from .dropout import Dropout, dropout_broadcast_default
+from .dropout_module import Dropout, dropout_broadcast_default
 from .linear import Embedding, Linear
 from .model_parameter import Parameter
 from .module import Functional, Module
@@ -63,7 +63,7 @@ from .pooling import max_pool, max_pool1d, pool1d, pool2d, pool3d
 from .random_state import get_random_seed, set_random_seed
 from .rec_modules import LSTM, LstmState, single_step_dim
 from .state import State
-from .transposed_conv import transposed_conv
+from .conv_transposed import transposed_conv
 
 Tensor._ops = _math  # the operators of Tensor (a + b, a < b, -a) run through the op layer
 Tensor._marks = _run_ctx  # Tensor.mark_as_loss/mark_as_output record in the current run

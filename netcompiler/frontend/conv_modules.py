@@ -17,7 +17,7 @@ from .init import Glorot
 from .linear import weight_in_dim
 from .model_parameter import Parameter
 from .module import Module, check_input_dim
-from .transposed_conv import transposed_conv
+from .conv_transposed import transposed_conv
 
 IntOrInts = Union[int, Sequence[int]]
 

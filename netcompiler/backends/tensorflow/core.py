@@ -237,6 +237,10 @@ class CoreOps:
         return tf.nn.dropout(raw, rate=rate, noise_shape=noise_shape)
 
     @classmethod
+    def set_random_seed_raw(cls, seed: int) -> None:
+        tf.random.set_seed(seed)
+
+    @classmethod
     def random_raw(cls, shape: Sequence[Any], distribution: str, dtype: str, **kwargs) -> Any:
         shape = tf.stack([tf.cast(n, tf.int32) for n in shape]) if shape else []
         if distribution == "uniform":

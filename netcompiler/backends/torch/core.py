@@ -343,6 +343,10 @@ class CoreOps:
         return torch.where(keep, raw * (1.0 / (1.0 - rate)), 0.0)  # as TF: a dropped inf or NaN is 0 too
 
     @classmethod
+    def set_random_seed_raw(cls, seed: int) -> None:
+        torch.manual_seed(seed)
+
+    @classmethod
     def random_raw(cls, shape: Sequence[Any], distribution: str, dtype: str, **kwargs) -> Any:
         shape, dt = [as_int(n) for n in shape], torch_dtype(dtype)
         if distribution == "uniform":
