@@ -113,11 +113,8 @@ class FrontendModel:
     @property
     def is_torch_module(self) -> bool:
         """Whether get_model() returned a plain PyTorch module (not an rf.Module)."""
-        rf_module = getattr(rf, "Module", None)
-        if rf_module is not None and isinstance(self.model, rf_module):
-            return False
-        return type(self.model).__module__.split(".")[0] != "netcompiler" and \
-            hasattr(self.model, "state_dict") and hasattr(self.model, "named_parameters")
+        return not isinstance(self.model, rf.Module) and hasattr(self.model, "state_dict") and \
+            hasattr(self.model, "named_parameters")
 
     def _collect_params(self) -> Dict[str, Any]:
         if self.is_torch_module:
