@@ -1,0 +1,171 @@
+"""The causes of today's differences from RETURNN, so that `known_differences.json` is a work plan.
+
+`CAUSES` lists each cause once: an id, what RETURNN does, what netcompiler does, and a rule that recognises
+its differences (case name, aspect, the comparison's text). `reason_for` gives the first matching cause as
+"<id>: <what differs>"; `compare.py --write-known` writes that as the reason of a new difference (a reason
+already in the file is kept). `python tests/returnn_corpus/compare.py --groups` prints the list by cause.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Callable, List
+
+
+@dataclass(frozen=True)
+class Cause:
+    """One reason why netcompiler differs from RETURNN, and the rule that recognises its differences."""
+
+    id: str
+    returnn: str
+    ours: str
+    matches: Callable[[str, str, str], bool]
+
+
+def _case(*patterns: str):
+    return lambda name, aspect, text: any(re.search(p, name) for p in patterns)
+
+
+def _text(aspect_set, *patterns: str):
+    return lambda name, aspect, text: aspect in aspect_set and any(re.search(p, text) for p in patterns)
+
+
+def _both(a, b):
+    return lambda *args: a(*args) and b(*args)
+
+
+ANY = {"build", "layers", "template", "axis_order", "dim_identity", "params", "param_names", "numbers"}
+
+CAUSES: List[Cause] = [
+    Cause("missing-layer-class", "has the layer class", "no such class (issue 9 part 3)",
+          _text({"build"}, r"netcompiler refuses: .*unknown layer class")),
+    Cause("missing-loss", "has the loss", "no such loss (issue 9 part 3)",
+          _text({"build"}, r"netcompiler refuses: .*unknown loss")),
+    Cause("extern-feature-before-time",
+          "extern_data {'dim': 5, 'shape': (5, None)} is [B, F|5, T]: the feature axis is the last static axis, "
+          "time the dynamic one",
+          "[B, T|5 (static), F|5]: the dynamic axis is lost", _case(r"/ffirst$", r"^copy/ffirst")),
+    Cause("extern-no-feature-dim",
+          "'dim': None is a dynamic feature axis; int data with shape (None,) has no feature axis",
+          "refuses: 'dense data needs dim'", _text({"build"}, r"dense data needs 'dim'")),
+    Cause("variable-batch-axis",
+          "variable: add_batch_axis defaults to False ([F]); a network of only constants/variables builds",
+          "adds a batch axis, and refuses a batch axis without extern data to size it",
+          lambda n, a, t: (n.startswith("variable/") or n == "constant/with_batch")
+          and (a in ("template", "axis_order") or "reads no extern data" in t)),
+    Cause("static-data-has-no-time-axis",
+          "data without a dynamic axis has no time axis (time_dim_axis None); 'T' on it is an error",
+          "falls back to the first static spatial axis as time, so 'T' resolves and time_dim_axis is set",
+          lambda n, a, t: (("static" in n or n == "reinterpret_data/set_axes") and a in ("axis_order", "template"))
+          or "time_dim_axis is not None" in t),
+    Cause("rec-output-time-major",
+          "a rec layer's output is time-major [T, B, F]",
+          "batch-major [B, T, F] (values agree after transposing)",
+          lambda n, a, t: a == "axis_order" and bool(re.search(r"vs RETURNN \[S\?, B\?", t))
+          and bool(re.match(r"(rec|get_last_hidden_state|choice|decide)/", n))),
+    Cause("rec-param-names",
+          "a rec layer's built-in cell keeps its variables under '<layer>/rec/' (checkpoint 'lstm/rec/W')",
+          "names them '<layer>/W' (a RETURNN checkpoint does not load by name)",
+          _text({"param_names"}, r"/rec/W'")),
+    Cause("lstm-gate-order",
+          "native LSTM blocks of W/W_re/b in the order (cell input, input gate, forget gate, output gate)",
+          "Keras order (input, forget, cell input, output): the same checkpoint values give other outputs",
+          lambda n, a, t: a == "numbers" and bool(re.match(r"rec/(lstm|nativelstm2)", n)) and "differ" in t),
+    Cause("tf-cell-param-layout",
+          "TF cells (standardlstm, basiclstm, zoneoutlstm, LSTMBlock in rnn_cell, gru) keep one kernel "
+          "[in+out, 4n] + bias ('lstm_cell/kernel', 'lstm_cell/bias'; GRU: gates/candidate kernels)",
+          "W [in, 4n], W_re [out, 4n], b: same count, other shapes and names",
+          lambda n, a, t: a in ("params", "numbers") and bool(re.match(r"rec/(standardlstm|basiclstm|zoneoutlstm|gru|unit_net/rnn_cell)", n))),
+    Cause("conv-bias-by-version",
+          "conv has no bias unless 'with_bias' (behavior_version < 10 default); the bias is named 'bias'",
+          "always a bias, named 'b'",
+          lambda n, a, t: n.startswith("conv/") and a in ("params", "param_names", "numbers")),
+    Cause("batch-norm-params",
+          "batch_norm variables [1, 1, F] named '<layer>/batch_norm/<layer>_output_output_{beta,gamma,mean,variance}' "
+          "(param_version 2: 'batch_norm/v2_*')",
+          "[F] named '<layer>/{beta,gamma,mean,variance}'",
+          lambda n, a, t: n.startswith("batch_norm/") and a in ("params", "param_names", "numbers")),
+    Cause("variable-param-name", "a variable layer's parameter is '<layer>/<layer>'", "'<layer>/param'",
+          lambda n, a, t: n == "variable/added" and a in ("param_names", "numbers")),
+    Cause("name-scope", "name_scope moves the layer's variables ('shared/W')", "ignored: 'output/W'",
+          _case(r"^name_scope/")),
+    Cause("merged-axis-roles",
+          "merge_dims of T and F: the merged axis is the feature axis only (no time axis left)",
+          "the merged axis is both time and feature axis", _case(r"^merge_dims/dyn_TF$")),
+    Cause("int-axis-counting",
+          "an int axis counts the axes of the batch-major layout (axis 1 of a time-major [T, B, F] is T)",
+          "counts the actual layout (axis 1 is B)", _case(r"^reduce/sum/int_axis_tm$")),
+    Cause("dot-same-axis-twice",
+          "dot/attention energies over the same time axis give [B, T, T] (one T is the other's copy)",
+          "refuses: the output would have the axis twice",
+          _text({"build"}, r"would have the axis .* twice")),
+    Cause("feature-axis-of-all-dynamic",
+          "an output with no static axis left takes its last dynamic non-batch axis as feature axis "
+          "(dot energies, gather, reduce over F of [B,T,S,F])",
+          "no feature axis (feature_dim_axis None)",
+          lambda n, a, t: a == "axis_order" and bool(re.search(r"b/t/f=\(\d, \d, None\) vs RETURNN \[[^\]]*\] b/t/f=\(\d, \d, \d\)", t))),
+    Cause("softmax-over-spatial-axis-last", "softmax_over_spatial moves the softmax axis last ([B, F, T])",
+          "keeps the input's order", _case(r"^softmax_over_spatial/")),
+    Cause("split-dims-feature-kind", "split_dims of the feature axis: every part is feature-kind",
+          "only the last part is the feature axis, the others spatial",
+          lambda n, a, t: (n.startswith("split_dims/") or n == "conv/2d/input_split_dims")
+          and a in ("template", "axis_order", "numbers")),
+    Cause("axis-description-spelling",
+          "accepts the axis descriptions 'static', 's:0'/'s:1' (the i-th spatial axis) and 'B' in merge_dims",
+          "'not an axis description' / not supported",
+          lambda n, a, t: a == "build" and ("is not an axis description" in t or "names the batch axis" in t)),
+    Cause("unsupported-option",
+          "accepts the option (in_spatial_dims, pad.handle_dynamic_dims, norm/math_norm 'axis', linear "
+          "'batch_norm', reuse_params, dot.debug, self_attention key_shift, initial_state 'var', ctc_opts, "
+          "strides with dilation)",
+          "refuses it as unknown or 'not supported by netcompiler yet'",
+          _text({"build"}, r"UnknownOptionError", r"not supported by netcompiler yet", r"cannot both be > 1")),
+    Cause("refused-here-built-by-returnn",
+          "builds: combine of different feature sizes/time axes (broadcast), a size-1 keep_dims axis against "
+          "F, copy of two inputs with different time axes, length of a static axis, squeeze of an "
+          "expand_dims axis by 'spatial', class alias 'hidden'",
+          "refuses with a ConfigError", _text({"build"}, r"netcompiler refuses")),
+    Cause("built-here-refused-by-returnn",
+          "refuses: constant with a list value, loss 'binary_ce' (not a RETURNN name), SAME pooling with "
+          "dilation, float range, unit 'rnn' (abstract), max_seq_len on a native LSTM, rec_last_output of a "
+          "layer the loop optimises away, negative slice_start, a switch condition that is not a layer name",
+          "builds it", _text({"build"}, r"RETURNN refuses")),
+    Cause("padding-read",
+          "reads the padded frames: max/avg pool, window and pad at sequence ends, reverse cumsum, reduce "
+          "over B, norm over T see the garbage beyond each length",
+          "masks them (values beyond the lengths do not enter)",
+          lambda n, a, t: a == "numbers" and bool(re.match(r"(pool|window|pad|cumsum/reverse|reduce/sum/B|norm/T)", n))
+          and "differ" in t),
+    Cause("activation-plus", "activation 'relu+tanh' is relu(x) + tanh(x) (a binary op)",
+          "chains them: tanh(relu(x))", _case(r"^activation/chain$")),
+    Cause("forward-two-dynamic-axes",
+          "feeds per-axis sizes of every dynamic axis of an input",
+          "netcompiler.load_network(...).forward takes one length per input key: a second dynamic axis "
+          "has no sizes", _text({"numbers"}, r"no sizes are known")),
+    Cause("sparse-range-dim", "range with sparse True has dim None", "dim = limit",
+          lambda n, a, t: n == "range/sparse"),
+    Cause("other-template",
+          "length ignores 'dtype' (int32); slice of a dynamic axis with a constant end gives a static axis "
+          "(size 2); relative_positional_encoding uses the query's time axis for both axes; stack on a "
+          "time-major input puts the new axis before B; combine of a [B, F] and a [B, T] broadcast keeps "
+          "[B, T, F]; self_attention on a time-major input gives batch-major; dot without var axes keeps a "
+          "spatial size-1 axis; a subnetwork with several sources has 'data:data' inside",
+          "(each its own inference)",
+          lambda n, a, t: a in ("template", "axis_order", "dim_identity", "layers", "numbers")),
+    Cause("loop-not-constructed",
+          "the corpus builds with train_flag False: RETURNN templates the decoder loop but creates no variables",
+          "creates the loop's variables (a limitation of the recorder, not a netcompiler bug)",
+          lambda n, a, t: a == "params" and n in ("choice/decoder", "decide/decoder")),
+]
+
+
+def cause_of(name: str, aspect: str, text: str) -> Cause:
+    for cause in CAUSES:
+        if cause.matches(name, aspect, text):
+            return cause
+    return Cause("unclassified", "?", "?", lambda *a: True)
+
+
+def reason_for(name: str, aspect: str, text: str) -> str:
+    return f"{cause_of(name, aspect, text).id}: {text[:200]}"
