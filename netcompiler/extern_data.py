@@ -147,6 +147,9 @@ def extern_data_from_config(values: Dict[str, Any]) -> Dict[str, Data]:
     outputs = values.get("num_outputs")
     if isinstance(outputs, int):
         outputs = {"classes": [outputs, 1]}
+    if outputs is not None and not isinstance(outputs, dict):
+        raise InvalidOptionError(f"must be a number of classes or a dict key -> dim or [dim, ndim], not "
+                                 f"{type(outputs).__name__}", subject="config key 'num_outputs'")
     for key, spec in (outputs or {}).items():
         if isinstance(spec, int):
             spec = [spec, 1 if key != "data" else 2]

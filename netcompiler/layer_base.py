@@ -24,7 +24,7 @@ from .errors import (
     ConfigError, DimMismatchError, InvalidOptionError, MissingOptionError, UnknownOptionError, closest_match,
 )
 from .initializer_spec import parse_initializer
-from .limits import beyond_int64, fits_int64, int64_error_parts, short_int
+from .limits import fits_int64, int64_error_parts, short_int
 from .registry import Registry
 from .tensor import FEATURE, FLOAT_DTYPES, Data, Dim, concat_dims
 
@@ -209,7 +209,6 @@ class LayerBase:
                 suggestion=f"did you mean '{guess}'?" if guess else
                 f"options of '{cls.layer_class}': {', '.join(sorted(k for k in declared if k != 'class'))}",
             )
-        cls._check_int64(d, declared, layer)
         opts: Dict[str, Any] = {}
         for key, option in declared.items():
             if key in d:
@@ -229,17 +228,6 @@ class LayerBase:
             raise InvalidOptionError(f"option 'dropout' must be a rate in [0, 1), not {opts['dropout']!r}",
                                      layer=layer, option="dropout")
         return opts, notices
-
-    @staticmethod
-    def _check_int64(d: Dict[str, Any], declared: Dict[str, Option], layer: str) -> None:
-        """Integers in option values (also inside lists and dicts) must fit int64, as emission holds them."""
-        for key, value in d.items():
-            if key in declared and declared[key].ref != "network":  # nested networks check their own layers
-                big = beyond_int64(value)
-                if big is not None:
-                    problem, suggestion = int64_error_parts(big)
-                    raise InvalidOptionError(f"option '{key}' has the integer {problem}", layer=layer, option=key,
-                                             suggestion=suggestion)
 
     @classmethod
     def _check_value(cls, layer: str, key: str, option: Option, value: Any) -> None:

@@ -6,7 +6,7 @@ template fine (Python ints have no bound) and crashes only when the step is made
 
 from __future__ import annotations
 
-from typing import Any, Optional, Tuple
+from typing import Any, List, Optional, Tuple
 
 INT64_MIN, INT64_MAX = -2 ** 63, 2 ** 63 - 1
 
@@ -26,22 +26,34 @@ def fits_int64(value: int) -> bool:
 
 
 def beyond_int64(value: Any) -> Optional[int]:
-    """The first integer inside `value` (nested lists, tuples, sets and dict values; iteratively) that does not
-    fit int64, or None."""
-    todo = [value]
+    """The first integer inside `value` (nested lists, tuples, sets and dicts; iteratively) that does not fit
+    int64, or None."""
+    found = beyond_int64_at(value)
+    return None if found is None else found[1]
+
+
+def beyond_int64_at(value: Any) -> Optional[Tuple[Tuple[Any, ...], int]]:
+    """(where, the integer) for the first integer inside `value` that does not fit int64 -- `where` the keys and
+    indices leading to it -- or None. Dict keys count too. Iterative, and it looks at no more than
+    MAX_WALKED_ITEMS items."""
+    todo: List[Tuple[Tuple[Any, ...], Any]] = [((), value)]
     walked = 0
     while todo and walked < MAX_WALKED_ITEMS:
-        item = todo.pop()
+        where, item = todo.pop()
         walked += 1
         if isinstance(item, bool):
             continue
         if isinstance(item, int):
             if not fits_int64(item):
-                return item
-        elif isinstance(item, (list, tuple, set, frozenset)):
-            todo.extend(item)
+                return where, item
+        elif isinstance(item, (list, tuple)):
+            todo.extend((where + (i,), x) for i, x in enumerate(item))
+        elif isinstance(item, (set, frozenset)):
+            todo.extend((where, x) for x in item)
         elif isinstance(item, dict):
-            todo.extend(item.values())
+            for key, x in item.items():
+                todo.append((where + ("<key>",), key))
+                todo.append((where + (key if isinstance(key, str) and key.isprintable() else "<key>",), x))
     return None
 
 

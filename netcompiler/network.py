@@ -25,7 +25,7 @@ from .errors import (
 )
 from .extern_data import extern_data_from_config
 from .layer_base import LayerBase, ParamSpec, get_layer_class
-from .limits import fits_int64, int64_error_parts
+from .limits import beyond_int64_at, fits_int64, int64_error_parts
 from .references import (
     BASE, DATA, PREV, STEP_INDEX, STEP_INDEX_TEXT, Reference, check_layer_name, parse_reference, target_reference,
 )
@@ -466,8 +466,63 @@ def recursion_room(net_dict: Any) -> Iterator[None]:
         sys.setrecursionlimit(old)
 
 
+INPUT_KEYS = ("extern_data", "num_inputs", "num_outputs")
+"""The config keys that define the network's inputs (checked by `check_integers`)."""
+
+
+def check_integers(net_dict: Any, inputs: Dict[str, Any]) -> None:
+    """Integers anywhere in the network dict or the input settings (`inputs`: INPUT_KEYS -> value) must fit
+    int64, as emission holds them (and Python cannot even print one of more than 4300 digits in a message): an
+    InvalidOptionError naming the layer and option (or the setting). Checked first, iteratively, over nested
+    networks too."""
+    for key, value in inputs.items():
+        found = beyond_int64_at(value)
+        if found is not None:
+            where = found[0]
+            subject = f"config key '{key}'"
+            if key == "extern_data" and where:
+                subject, where = f"extern_data {_shown_name(where[0])}", where[1:]
+            problem, suggestion = int64_error_parts(found[1])
+            raise InvalidOptionError(f"{'/'.join(map(str, where)) + ': ' if where else ''}the integer {problem}",
+                                     subject=subject, suggestion=suggestion)
+    todo = [("", net_dict)]
+    while todo:
+        prefix, net = todo.pop()
+        if not isinstance(net, dict):
+            continue
+        for name, d in net.items():
+            found = beyond_int64_at(name if isinstance(d, dict) else [name, d])
+            if found is not None:
+                raise InvalidOptionError(f"the network has the integer {int64_error_parts(found[1])[0]} as a layer "
+                                         f"{'name' if isinstance(d, dict) or found[0] == (0,) else 'entry'}",
+                                         subject=f"network {prefix.rstrip('/')}".strip(),
+                                         suggestion="a layer is 'name': {'class': ..., ...}")
+            for option, value in (d.items() if isinstance(d, dict) else ()):
+                if option in NESTED_NETWORK_OPTIONS and isinstance(value, dict) and value \
+                        and all(isinstance(v, dict) for v in value.values()):
+                    todo.append((f"{prefix}{name}/", value))
+                    continue
+                found = beyond_int64_at(value)
+                if found is not None:
+                    problem, suggestion = int64_error_parts(found[1])
+                    raise InvalidOptionError(f"option {_shown_name(option)} has the integer {problem}",
+                                             layer=f"{prefix}{_shown_name(name, quoted=False)}",
+                                             option=str(option), suggestion=suggestion)
+
+
+NESTED_NETWORK_OPTIONS = ("subnetwork", "unit")
+"""Layer options whose dict value may be a whole network (`check_integers` names the inner layers)."""
+
+
+def _shown_name(name: Any, quoted: bool = True) -> str:
+    text = repr(name) if not isinstance(name, str) or not name.isprintable() else name
+    return f"'{text}'" if quoted and isinstance(name, str) and name.isprintable() else text
+
+
 def build_network(config: Config, extern_data: Optional[Dict[str, Data]] = None, search: bool = False) -> Network:
     """Builds the config's network (templates only, no TensorFlow); `search`: for beam search."""
+    check_integers(config.values.get("network"),
+                   {key: config.values.get(key) for key in INPUT_KEYS} if extern_data is None else {})
     try:
         extern = extern_data if extern_data is not None else extern_data_from_config(config.values)
     except ConfigError as exc:

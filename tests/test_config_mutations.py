@@ -1,18 +1,25 @@
-"""Property: a mutated shipped config either builds (and dumps), or fails with a ConfigError that names a
-layer (or the network / config) -- never with any other exception.
+"""Property: a mutated shipped config either builds (and dumps as text, JSON and Graphviz), or fails with a
+ConfigError that names a layer (or the network / config) -- never with any other exception.
 
 Each example takes one shipped config's network (+ its extern_data, or num_inputs/num_outputs) and applies
 1-3 mutations. A mutation is a plain tuple (kind, a, b, value): `a` and `b` pick targets by index (modulo
 the number of candidates), so an example can be written down with `@example` and replayed exactly.
+Mutations change the structure (delete, rename, swap, cycles, classes) and the values: huge integers, NaN and
+inf, wrong types, bad axis strings, layer names with unicode and control characters or written like
+references, deep nesting (the network wrapped in up to 250 subnetworks), and top-level settings of the table
+of config keys.
+
+Examples per run: NETCOMPILER_FUZZ_EXAMPLES (default 300; CI sets more).
 """
 
 import glob
 import os
+import re
 
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from netcompiler.config import Config, load_config
+from netcompiler.config import KEY_KINDS, Config, load_config
 from netcompiler.dump import format_dot, format_json, format_text
 from netcompiler.errors import ConfigError
 from netcompiler.layer_base import registered_layer_classes
@@ -20,7 +27,19 @@ from netcompiler.network import build_network
 from netcompiler.tensor import FeatureDim, SpatialDim
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CONFIG_NAMES = sorted(os.path.basename(p) for p in glob.glob(os.path.join(ROOT, "configs", "*.py")))
+
+def _defines_network(path):
+    with open(path, encoding="utf-8") as f:
+        return re.search(r"(?m)^network\s*=", f.read()) is not None
+
+
+# the layer-dict configs (a frontend config defines get_model instead: nothing here to mutate)
+CONFIG_NAMES = sorted(os.path.basename(p) for p in glob.glob(os.path.join(ROOT, "configs", "*.py"))
+                      if _defines_network(p))
+EXAMPLES = int(os.environ.get("NETCOMPILER_FUZZ_EXAMPLES", "300"))
+SETTING_KEYS = sorted(KEY_KINDS)
+WEIRD_NAMES = ["data", "data:x", "a\x00b", "a\nb", "tab\tbed", "", " ", "é", "🙂layer", "a/b", "base:x", "prev:x",
+               ":i", "x" * 300, "\u202eevil", "output "]
 INPUT_KEYS = ("extern_data", "num_inputs", "num_outputs")
 LAYER_CLASSES = sorted(name for name in registered_layer_classes() if name)
 
@@ -195,7 +214,24 @@ def mutate(tree, mutation):
         return set_at(tree, ("network", layer, "from"), sources + [other])
     if kind == "change_class":
         return set_at(tree, ("network", layer, "class"), LAYER_CLASSES[b % len(LAYER_CLASSES)])
+    if kind == "rename_layer":
+        return rename_at(tree, ("network", layer), WEIRD_NAMES[b % len(WEIRD_NAMES)])
+    if kind == "nest":  # done by `build`, so that the other mutations walk a shallow tree; deep ones are rare
+        return dict(tree, **{NEST: 1 + b % 250 if b % 8 == 0 else 1 + b % 4})
+    if kind == "set_setting":
+        return dict(tree, **{SETTING_KEYS[b % len(SETTING_KEYS)]: materialise(value)})
     return tree
+
+
+NEST = "$nest"
+"""Top-level entry of a mutated tree: how many subnetworks `build` wraps the network in."""
+
+
+def nested(network, depth):
+    """`network` as the inner network of `depth` nested subnetwork layers named "output"."""
+    for _ in range(depth):
+        network = {"output": {"class": "subnetwork", "from": "data", "subnetwork": network}}
+    return network
 
 
 VALUES = st.one_of(
@@ -207,6 +243,17 @@ VALUES = st.one_of(
     st.sampled_from(["T", "F", "B", "spatial", "except_time", "except_batch", "stag:mel", "stag:time", "dim:40",
                      "dim:7", "*", "T?", "BT", "lstm", "linear", "relu", "same", "valid", "max", "add", "ce",
                      "classes", "data", "data:classes", "output", "layer:output", "$spatial-dim", "$feature-dim"]),
+    # bad axis strings
+    st.sampled_from(["T+1", "stag:", "dim:", "dim:-1", "dim:x", "spatial:99", "spatial:-9", "F|T", "B?", "T:0",
+                     "static:0", "stag:\x00", "t", "f", "batch", "time", "feature", "dim:99999999999999999999"]),
+    # huge and edge integers, as values and inside lists
+    st.sampled_from([2 ** 31, 2 ** 63 - 1, 2 ** 63, 2 ** 64, -2 ** 63 - 1, 10 ** 30, 10 ** 5000, -10 ** 5000]),
+    st.lists(st.sampled_from([2 ** 63, 10 ** 5000, 0, -1, 3]), min_size=1, max_size=3),
+    # wrong types
+    st.sampled_from([b"bytes", frozenset({1}), object(), complex(1, 2), Ellipsis, print, (lambda: 1), type]),
+    # unicode and control characters
+    st.text(alphabet=st.characters(min_codepoint=0, max_codepoint=0x10FFFF), max_size=6),
+    st.sampled_from(WEIRD_NAMES),
     st.text(max_size=6),
     st.lists(st.one_of(st.none(), st.integers(-2, 4), st.sampled_from(["data", "T", "F", "output"])), max_size=3),
     st.lists(st.integers(-2, 4), max_size=3).map(tuple),
@@ -216,14 +263,24 @@ VALUES = st.one_of(
 )
 
 MUTATION_KINDS = ["delete_key", "rename_key", "swap_values", "set_value", "set_option", "set_option",
-                  "retarget_ref", "delete_layer", "add_cycle", "change_class"]
+                  "retarget_ref", "delete_layer", "add_cycle", "change_class", "rename_layer", "nest", "set_setting"]
 MUTATIONS = st.tuples(st.sampled_from(MUTATION_KINDS), st.integers(0, 10 ** 4), st.integers(0, 10 ** 4), VALUES)
 
 
+def prepared(tree):
+    """A fresh copy of the mutated tree, its network nested as the mutations asked (what `build` builds)."""
+    tree = copy_tree(tree)
+    depth = tree.pop(NEST, 0)
+    if depth and isinstance(tree.get("network"), dict):
+        tree["network"] = nested(tree["network"], depth)
+    return tree
+
+
 def build(tree):
-    """Builds and dumps the (mutated) config; a ConfigError is checked and returned, anything else raises."""
-    config = Config(copy_tree(tree))
+    """Builds and dumps `tree` (a `prepared` one); a ConfigError is returned, anything else raises."""
+    config = Config(tree)
     try:
+        config.check_refused()  # and the notices above: the table of keys reads any value
         network = build_network(config)
     except ConfigError as exc:
         return exc
@@ -244,6 +301,7 @@ def check_message(exc, tree):
         top = exc.layer.split("/")[0]
         assert top.startswith("data") or (isinstance(network, dict) and top in network), (
             f"the message names layer {exc.layer!r}, which the network does not have: {message!r}")
+    assert len(message) < 20000, f"a message of {len(message)} characters"
 
 
 # Crashes found by this test (see the report; each is a bug in netcompiler, not in the test):
@@ -259,12 +317,13 @@ def check_message(exc, tree):
 @example(name="custom-dims.py", mutations=[("set_option", 22, 0, None), ("set_option", 21, 0, "$spatial-dim")])
 # negative "n_out" -> ValueError from Dim()
 @example(name="asr-conv-blstm.py", mutations=[("set_option", 67, 0, -3)])
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(name=st.sampled_from(CONFIG_NAMES), mutations=st.lists(MUTATIONS, min_size=1, max_size=3))
 def test_mutated_configs_fail_only_with_config_errors(name, mutations):
     tree = copy_tree(shipped(name))
     for mutation in mutations:
         tree = mutate(tree, mutation)
+    tree = prepared(tree)
     error = build(tree)
     if error is not None:
         check_message(error, tree)
@@ -273,10 +332,16 @@ def test_mutated_configs_fail_only_with_config_errors(name, mutations):
 def test_mutations_do_mutate():
     tree = shipped("asr-conv-blstm.py")
     assert mutate(tree, ("delete_layer", 0, 0, None))["network"].keys() != tree["network"].keys()
-    cyclic = mutate(tree, ("add_cycle", 1, 0, None))
+    cyclic = prepared(mutate(tree, ("add_cycle", 1, 0, None)))
     assert isinstance(build(cyclic), ConfigError)
     assert "cycle" in str(build(cyclic))
     renamed = mutate(tree, ("rename_key", 0, 0, None))
     assert renamed != tree
     assert shipped("asr-conv-blstm.py") == tree  # the shipped trees are never changed in place
     assert near_miss("n_out", 0) == "_out"
+    deep = prepared(mutate(tree, ("nest", 0, 8 * 30, None)))  # b % 8 == 0: 1 + 240 % 250 levels
+    assert deep["network"]["output"]["subnetwork"]["output"]["class"] == "subnetwork" and NEST not in deep
+    assert "data:x" in mutate(tree, ("rename_layer", 0, WEIRD_NAMES.index("data:x"), None))["network"]
+    assert mutate(tree, ("set_setting", 0, SETTING_KEYS.index("pretrain"), "default"))["pretrain"] == "default"
+    assert isinstance(build(prepared(mutate(tree, ("set_setting", 0, SETTING_KEYS.index("pretrain"), "x")))),
+                      ConfigError)

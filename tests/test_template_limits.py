@@ -57,7 +57,18 @@ def test_derived_size_beyond_int64():
                          ids=["dim", "shape", "dim-5000-digits"])
 def test_extern_data_sizes_beyond_int64(key, size):
     extern = {"data": {key: size} if key == "dim" else {"shape": size, "dim": None}}
-    refused({"output": {"class": "copy", "from": "data"}}, "extern_data 'data'", "below 2**63", extern=extern)
+    refused({"output": {"class": "copy", "from": "data"}}, "extern_data 'data'", "does not fit in int64",
+            extern=extern)
+
+
+@pytest.mark.parametrize("key,value", [("num_inputs", 2 ** 63), ("num_outputs", {"classes": [10 ** 5000, 1]})],
+                         ids=["num_inputs", "num_outputs-5000-digits"])
+def test_num_inputs_outputs_beyond_int64(key, value):
+    from netcompiler.config import Config
+    from netcompiler.network import build_network
+
+    with pytest.raises(ConfigError, match=f"config key '{key}': .*does not fit in int64"):
+        build_network(Config({key: value, "network": {"output": {"class": "copy", "from": "data"}}}))
 
 
 def test_beyond_int64_walks_nested_values_without_recursion():
@@ -196,6 +207,17 @@ def test_layer_names_that_cannot_work(name, phrase):
            "output": {"class": "copy", "from": "data"}}
     error = refused(net, phrase, "rename" if phrase.startswith(("how", "has", "ref")) else "")
     assert repr(name) in str(error)
+
+
+def test_huge_integers_anywhere_are_named_before_anything_prints_them():
+    # 10**5000 cannot even be printed (Python's 4300-digit limit): every message that shows the value crashed
+    net = {"output": {"class": "subnetwork", "from": "data", "subnetwork": {
+        "output": {"class": "copy", "from": ["data", 10 ** 5000]}}}}
+    error = refused(net, "layer 'output/output'", "option 'from'", "an integer of 16610 bits")
+    assert error.option == "from"
+    refused({"output": {"class": "copy", "out_type": {10 ** 5000: 1}}}, "option 'out_type'", "16610 bits")
+    refused({"output": {"class": "copy"}}, "extern_data 'data': shape/1: the integer", extern={"data": {"shape": (
+        None, -2 ** 64)}})
 
 
 def test_layer_name_in_a_subnetwork_and_non_strings():
