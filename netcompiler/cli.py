@@ -62,17 +62,26 @@ def _dump(args) -> int:
 
 
 def _dump_frontend(config, args) -> int:
+    """The model's parameters and marked losses, then the layer dict it becomes (--json/--dot: just the dict)."""
+    from .dump import format_dot, format_json, format_text
     from .engine.frontend_dump import format_frontend_text
+    from .engine.frontend_layers import LayerDictModel, format_layer_dict
     from .engine.frontend_model import FrontendModel
     from .engine.main import backend_name
     from .errors import ConfigError
 
-    if args.json or args.dot:
-        raise ConfigError("--json and --dot show layer-dict networks; this config defines its model with get_model "
-                          "(its layer-dict view comes with the layer-dict backend)", subject="dump-net",
-                          suggestion="run dump-net without --json/--dot")
     _print_notices(config.notices)
-    print(format_frontend_text(FrontendModel(config, backend_name(config))))
+    formatter = format_json if args.json else format_dot if args.dot else format_text
+    if formatter is format_text:
+        print(format_frontend_text(FrontendModel(config, backend_name(config))))
+    try:
+        layer_model = LayerDictModel(config, seed=config.get("random_seed", 42))
+    except ConfigError as exc:
+        if formatter is not format_text:
+            raise
+        print(f"layer dict: none ({exc})")
+        return 0
+    print(format_layer_dict(layer_model, formatter))
     return 0
 
 

@@ -24,5 +24,4 @@ def format_frontend_text(model) -> str:
         extra += " normalized" if marked.use_normalized_loss else ""
         lines.append(f"{kind:<8} {name:<10} {marked.loss.data.describe()} {marked.loss.dtype}{extra}")
     lines.append(f"{len(model.params)} parameter tensors, {total} parameters")
-    lines.append("(the layer-dict view of a frontend model is not available yet: the layer-dict backend comes later)")
     return "\n".join(lines)

@@ -12,10 +12,13 @@ step computes (an op that reads the flag itself, such as `rf.dropout`, reads it 
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Tuple
+import sys
+from typing import Any, Dict, List, Optional, Tuple
 
 from .. import frontend as rf
-from ..backends.layers import LayerDict, OpRecorder, build_layer_dict, param_checkpoint_name, param_layer_name
+from ..backends.layers import (
+    LayerDict, LayerDictUnsupported, OpRecorder, build_layer_dict, param_checkpoint_name, param_layer_name,
+)
 from ..config import Config
 from ..emit.model import CompiledNetwork, LossValue
 from ..frontend._dispatch import set_op_recorder
@@ -53,7 +56,7 @@ class LayerDictModel:
     and `forward_outputs` (the config's forward_step, run directly with the trained values)."""
 
     def __init__(self, config, *, seed: int = 42, use_catalogue: bool = True):
-        self.frontend = FrontendModel(config, "tensorflow")
+        self.frontend = FrontendModel(config, "tensorflow", seed=seed)
         self.config = config
         self.backend = self.frontend.backend
         self.extern_data = self.frontend.extern_data
@@ -70,6 +73,19 @@ class LayerDictModel:
         self.checkpoint_root = self.backend.parameter_container(
             {name.replace(".", "/"): raw for name, raw in self.params.items()})
 
+    # --- what dump-net and compile-net print of the model (see frontend_dump.py) ---------------------
+    @property
+    def model(self):
+        """The config's get_model() result."""
+        return self.frontend.model
+
+    def param_dims(self):
+        return self.frontend.param_dims()
+
+    def probe_losses(self):
+        return self.frontend.probe_losses()
+
+    # --- the step-model protocol ----------------------------------------------------------------------
     @property
     def trainable_params(self) -> List[Any]:
         used = set(self.layer_dict.params.values())
@@ -104,3 +120,30 @@ class LayerDictModel:
             if raw is not self.frontend.params[name]:
                 self.backend.assign_raw(self.frontend.params[name], self.backend.to_numpy(raw))
         return self.frontend.forward_outputs(inputs, lengths)
+
+
+def frontend_step_model(config, backend: str, seed: Optional[int] = None, log=sys.stderr):
+    """The step model compile-net trains for a frontend config: on TensorFlow the layer dict the model becomes
+    (`LayerDictModel`), or, where the dict cannot express the model (`LayerDictUnsupported`, e.g. a loop), the
+    model run directly on TensorFlow, with a notice saying why; on other backends the model run directly."""
+    if backend == "tensorflow":
+        try:
+            return LayerDictModel(config, seed=42 if seed is None else seed)
+        except LayerDictUnsupported as exc:
+            print(f"notice: the model runs directly on TensorFlow, not through a layer dict: {exc}", file=log)
+    return FrontendModel(config, backend, seed=seed)
+
+
+def format_layer_dict(model: LayerDictModel, formatter) -> str:
+    """`formatter(network)` (dump-net's text, --json or --dot) of the network the model became; the text also
+    names the op behind each generic layer and why no catalogue layer was taken."""
+    text = formatter(model.network)
+    if not text.lstrip().startswith("layer dict") and formatter.__name__ == "format_text":
+        lines = ["layer dict of the model (the layer-dict backend; compile-net ++backend tensorflow trains it):",
+                 text]
+        for name in sorted(model.layer_dict.generic & set(model.network.layers)):
+            op = model.layer_dict.ops[name]
+            why = model.layer_dict.fallbacks.get(name)
+            lines.append(f"  {name} runs rf.{op.op_name}" + (f" (no catalogue layer: {why})" if why else ""))
+        text = "\n".join(lines)
+    return text

@@ -156,10 +156,10 @@ class Session:
                           f"backend 'torch'", file=sys.stderr)
         else:
             tf.random.set_seed(seed)
-        if network is None:  # a frontend config: get_model() on the backend (see frontend_model.py)
-            from .frontend_model import FrontendModel
+        if network is None:  # a frontend config: on TF its layer dict, else get_model() run directly
+            from .frontend_layers import frontend_step_model
 
-            self.model = FrontendModel(config, self.backend, seed=seed)
+            self.model = frontend_step_model(config, self.backend, seed=seed)
         else:
             self.model = CompiledNetwork(network, seed=seed, backend=self.backend)
         self.model_prefix = self._model_prefix()
