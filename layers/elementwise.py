@@ -360,8 +360,10 @@ class EvalLayer(CombineLayer):
     """`combine` with kind "eval": the `eval` expression over `source(i)`, evaluated at emission.
 
     At template time the output is the broadcast of the inputs (the first with the most dims sets the dtype);
-    `out_type` may override `dtype`, `sparse` and `dim`. Options: `eval` (required), `eval_locals` (None), and
-    those of `combine` (`kind` can only be "eval").
+    `out_type` may override `dtype`, `sparse` and `dim`; a result whose dtype is obvious from the expression
+    (`eval_result_dtype`) must match it. Options: `eval` (required), `eval_locals` (None), and those of
+    `combine` (`kind` can only be "eval"). The expression is trusted code, like the config file: it runs
+    unsandboxed with the backend's module (`tf`) and the layer (`self`) in reach.
     """
 
     layer_class = "eval"
