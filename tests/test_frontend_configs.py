@@ -284,6 +284,28 @@ def test_train_step_that_marks_nothing_is_a_config_error():
     assert "marked no loss" in str(info.value) and "mark_as_loss" in str(info.value)
 
 
+@pytest.mark.parametrize("body, message", [
+    ("", "defines 'get_model' but no 'train_step'"),
+    ("def train_step(*, model, extern_data, **_):\n    pass\n", "train_step marked no loss"),
+    ("network = {'output': {'class': 'copy', 'from': 'data'}}\n"
+     "def train_step(*, model, extern_data, **_):\n    pass\n", "both 'network'"),
+])
+def test_compile_net_names_the_config_file_of_a_frontend_config_that_cannot_train(tmp_path, capsys, body,
+                                                                                   message):
+    pytest.importorskip("torch")
+    from netcompiler.cli import compile_net_main
+
+    path = tmp_path / "bad.py"
+    path.write_text("import netcompiler.frontend as rf\nfrom netcompiler import Dim, batch_dim\n"
+                    "backend = 'torch'\nextern_data = {'data': {'dim': 3}}\n"
+                    "class M(rf.Module):\n    pass\n"
+                    "def get_model(**_):\n    return M()\n" + body
+                    + f"model = {str(tmp_path / 'model')!r}\n")
+    assert compile_net_main([str(path)]) == 2
+    err = capsys.readouterr().err
+    assert str(path) in err and message in err, err
+
+
 def test_only_errors_leave_nothing_to_minimise():
     def step(*, model, extern_data, **_):
         rf.reduce_sum(extern_data["data"], axis=IN).mark_as_loss(name="e", as_error=True)
