@@ -249,7 +249,7 @@ def test_checkpoint_of_the_direct_model_loads_into_the_dict_path(tmp_path):
 
 
 # --- errors -----------------------------------------------------------------------------------------------
-def test_a_loop_is_refused_with_a_clear_error():
+def _loop_config() -> Config:
     time_dim, in_dim, out_dim = Dim(None, name="time"), Dim(3, name="in"), Dim(2, name="out")
 
     class Model(rf.Module):
@@ -262,9 +262,12 @@ def test_a_loop_is_refused_with_a_clear_error():
         _, _, last = rf.while_loop(lambda s: rf.reduce_max(s, axis=s.dims) < 0.0, lambda s: s * 2.0, x)
         rf.reduce_sum(last, axis=out_dim).mark_as_loss(name="loss")
 
-    config = _config(Model, train_step, time_dim, in_dim, out_dim)
+    return _config(Model, train_step, time_dim, in_dim, out_dim)
+
+
+def test_a_loop_is_refused_with_a_clear_error():
     with pytest.raises(LayerDictUnsupported, match=r"rf.while_loop is not supported on the layer-dict backend"):
-        LayerDictModel(config)
+        LayerDictModel(_loop_config())
 
 
 def test_a_tensor_from_a_raw_value_is_refused():
@@ -291,3 +294,39 @@ def test_recording_leaves_ops_unrecorded_afterwards():
     from netcompiler.frontend import _dispatch
 
     assert _dispatch._op_recorder is None
+
+
+# --- as users run it --------------------------------------------------------------------------------------
+def test_tensorflow_route_of_a_frontend_config_is_the_layer_dict():
+    import io
+
+    from netcompiler.engine.frontend_layers import frontend_step_model
+    from netcompiler.engine.frontend_model import FrontendModel
+
+    config, _, _ = demo_config()
+    assert isinstance(frontend_step_model(config, "tensorflow", seed=1), LayerDictModel)
+    log = io.StringIO()
+    loop_model = frontend_step_model(_loop_config(), "tensorflow", seed=1, log=log)
+    assert type(loop_model) is FrontendModel and loop_model.backend.name == "tensorflow"
+    assert "runs directly on TensorFlow, not through a layer dict" in log.getvalue()
+    assert "rf.while_loop is not supported" in log.getvalue()
+
+
+def test_dump_net_shows_the_layer_dict_of_the_demo(capsys):
+    import json
+
+    from netcompiler.cli import dump_net_main
+
+    config = os.path.join(REPO, "configs", "demo-12ax-rf.py")
+    assert dump_net_main([config]) == 0
+    text = capsys.readouterr().out
+    assert "layer dict of the model" in text
+    rows = {line.split()[0]: line.split()[1] for line in text.splitlines()
+            if line and not line.startswith(" ") and len(line.split()) > 2}
+    assert rows["layer1.weight"] == "variable" and rows["relu"] == "activation" and rows["combine"] == "combine"
+    assert rows["matmul"] == "frontend_op" and rows["ce"] == "copy"
+    assert "matmul runs rf.matmul" in text and "loss frontend_marked" in text
+    assert dump_net_main(["--json", config]) == 0
+    records = json.loads(capsys.readouterr().out.split("\n", 1)[1])  # after the config's own print line
+    by_name = {r["name"]: r for r in (records if isinstance(records, list) else records["layers"])}
+    assert by_name["relu_1"]["class"] == "activation" and by_name["ce"]["class"] == "copy"
