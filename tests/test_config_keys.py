@@ -8,7 +8,6 @@ import time
 
 import pytest
 
-from netcompiler.cli import compile_net_main
 from netcompiler.config import (
     KEY_KINDS, NO_EFFECT, NO_EFFECT_KEYS, REFUSED, REFUSED_KEYS, USED, Config, tensorboard_dir,
 )
@@ -18,6 +17,7 @@ from netcompiler.engine.checkpoints import (
 )
 from netcompiler.engine.learning_rate import LearningRateControl, score_names
 from netcompiler.errors import ConfigError, InvalidOptionError
+from test_run_faults import run, write_config as write_run_config
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -202,7 +202,6 @@ def test_error_measure_is_checked_against_the_scores_the_run_will_record():
             score_names(["output"], with_dev=False))
 
 
-HEADER = 'extern_data = {"data": {"dim": 9}, "classes": {"dim": 2, "sparse": True}}\n'
 SMALL = """
     train = {"class": "Task12AXDataset", "num_seqs": 20}
     dev = {"class": "Task12AXDataset", "num_seqs": 10, "fixed_random_seed": 1}
@@ -213,16 +212,7 @@ SMALL = """
 
 
 def write_config(tmp_path, body):
-    path = tmp_path / "config.py"
-    path.write_text(HEADER + textwrap.dedent(SMALL).lstrip("\n") + textwrap.dedent(body), encoding="utf-8")
-    return str(path)
-
-
-def run(capsys, *argv):
-    capsys.readouterr()
-    status = compile_net_main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return status, out, [line for line in err.splitlines() if line.strip()]
+    return write_run_config(tmp_path, textwrap.dedent(SMALL).lstrip("\n") + textwrap.dedent(body))
 
 
 def test_a_wrong_error_measure_fails_before_the_first_epoch(tmp_path, capsys, monkeypatch):
