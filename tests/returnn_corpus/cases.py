@@ -29,6 +29,7 @@ EXTERN: Dict[str, Dict[str, Any]] = {
     "fdyn": {"data": {"dim": None, "shape": [None, None]}},             # dynamic feature axis
     "int_seq": {"data": {"shape": [None], "dtype": "int32"}},           # int [B, T], not sparse
     "two": {"data": {"dim": 5}, "data2": {"dim": 3}},                   # two inputs, different time axes
+    "t43": {"data": {"shape": [None, 4, 3]}},                           # [B, T, 4, F3]: a static spatial axis
 }
 """Named extern_data dicts; a case may add a sparse target "classes" (see `with_classes`)."""
 
@@ -695,8 +696,69 @@ def _errors():
            extra={"a": {"class": "linear", "n_out": 3, "from": "data"}})
 
 
+def _more():
+    """Second cases for classes with one, int axes (time-major inputs too), a static spatial axis."""
+    mask = {"r": {"class": "reduce", "mode": "sum", "axis": "F", "from": "data"},
+            "m": {"class": "compare", "kind": "greater", "value": 0.0, "from": "r"}}
+    single("transpose/dense", {"class": "transpose", "perm": {"T": "F", "F": "T"}}, "dense")
+    single("dot_attention/vector_query", {"class": "dot_attention", "from": "qr", "base": "k", "base_ctx": "k"},
+           extra={"k": {"class": "linear", "n_out": 4, "from": "data"},
+                  "qr": {"class": "reduce", "mode": "mean", "axis": "T", "from": "k"}})
+    single("rec/unit_net/rec_unstack_from_data", {"class": "rec", "from": "data", "unit": {
+        "u": {"class": "rec_unstack", "from": "base:data"},
+        "output": {"class": "linear", "n_out": 2, "from": "u"}}}, numeric=True)
+    single("missing/boolean_mask_BT", {"class": "boolean_mask", "mask": "m", "dims": ["B", "T"]}, extra=mask)
+    single("missing/sparse_softmax_ce_same_time",
+           {"class": "sparse_softmax_cross_entropy_with_logits", "logits": "a", "targets": "data", "from": []},
+           "sparse", extra={"a": {"class": "linear", "n_out": 7, "from": "data"}})
+    single("decide_keep_beam/plain", {"class": "decide_keep_beam"}, "dense")
+    single("select_search_sources/plain", {"class": "select_search_sources", "search_choices": None}, "dense")
+    for ext in ["tm", "sparse"]:
+        single(f"postfix_in_time/{ext}", {"class": "postfix_in_time", "postfix": 0, "repeat": 1}, ext)
+        single(f"scaled_grad/{ext}", {"class": "scaled_grad", "scale": 2.0}, ext, numeric=ext == "tm")
+        single(f"gather_nd/{ext}", {"class": "gather_nd", "position": "p"}, ext,
+               extra={"p": {"class": "range_in_axis", "axis": "T", "from": "data"}})
+    single("seq_len_mask/sparse", {"class": "seq_len_mask", "axis": "T", "mask_value": 0}, "sparse", numeric=True)
+    single("seq_len_mask/img", {"class": "seq_len_mask", "axis": "T", "mask_value": 0.0}, "img")
+    single("masked_computation/top_level", {"class": "masked_computation", "mask": "m", "from": "data",
+                                            "unit": {"class": "linear", "n_out": 2, "from": "data"}}, extra=mask)
+    single("unmask/top_level", {"class": "unmask", "from": "mc", "mask": "m"},
+           extra={**mask, "mc": {"class": "masked_computation", "mask": "m", "from": "data",
+                                 "unit": {"class": "linear", "n_out": 2, "from": "data"}}})
+    single("rec/unit_net/cum_concat_tm", {"class": "rec", "unit": {
+        "c": {"class": "cum_concat", "from": "data:source"},
+        "output": {"class": "reduce", "mode": "max", "axis": "stag:rec-history", "from": "c"}}}, "tm")
+    single("rec/unit_net/rnn_cell_tm", {"class": "rec", "unit": {
+        "c": {"class": "rnn_cell", "unit": "nativelstm2", "n_out": 3, "from": "data:source"},
+        "output": {"class": "copy", "from": "c"}}}, "tm")
+    single("rec/unit_net/get_last_hidden_state", {"class": "get_last_hidden_state", "n_out": 6, "from": "l1"},
+           extra={"l1": {"class": "rec", "unit": "nativelstm2", "n_out": 3, "from": "data"}})
+    single("combine_dims/static_axes", {"class": "combine_dims", "axes": "static"}, "t43")
+    single("merge_dims/static_axes", {"class": "merge_dims", "axes": "static"}, "t43", numeric=True)
+    single("merge_dims/spatial_F", {"class": "merge_dims", "axes": ["dim:4", "F"]}, "t43")
+    single("reduce/sum/static_spatial", {"class": "reduce", "mode": "sum", "axis": "dim:4"}, "t43", numeric=True)
+    single("conv/2d/t43", {"class": "conv", "filter_size": [3, 3], "padding": "same", "n_out": 2}, "t43",
+           numeric=True)
+    single("linear/t43", {"class": "linear", "n_out": 2}, "t43", numeric=True)
+    for ext in ["dense", "tm"]:
+        single(f"int_axis/reduce2/{ext}", {"class": "reduce", "mode": "sum", "axis": 2}, ext, numeric=True)
+        single(f"int_axis/reduce0/{ext}", {"class": "reduce", "mode": "sum", "axis": 0}, ext)
+        single(f"int_axis/swap12/{ext}", {"class": "swap_axes", "axis1": 1, "axis2": 2}, ext)
+        single(f"int_axis/slice1/{ext}", {"class": "slice", "axis": 1, "slice_start": 1}, ext)
+        single(f"int_axis/expand1/{ext}", {"class": "expand_dims", "axis": 1}, ext)
+        single(f"int_axis/softmax_over_spatial/{ext}", {"class": "softmax_over_spatial", "axis": 1}, ext)
+        single(f"int_axis/merge12/{ext}", {"class": "merge_dims", "axes": [1, 2]}, ext)
+        single(f"int_axis/split_dims2/{ext}", {"class": "split_dims", "axis": 2, "dims": [5, 1]}, ext)
+    single("int_axis/reduce1/img", {"class": "reduce", "mode": "max", "axis": 2}, "img")
+    for ext in ["tm", "sparse", "static"]:
+        single(f"positional_encoding/n_out/{ext}", {"class": "positional_encoding", "n_out": 4}, ext)
+    single("relative_positional_encoding/tm", {"class": "relative_positional_encoding", "n_out": 4}, "tm")
+    single("layer_norm/t43", {"class": "layer_norm"}, "t43")
+    single("cum_concat/outside_loop", {"class": "cum_concat"}, "dense")
+
+
 _GROUPS = [_sources, _activations, _linear, _elementwise, _constants, _conv_pool, _reduce, _shape_ops, _ranges,
-           _norms, _attention, _rec, _losses, _missing_classes, _errors]
+           _norms, _attention, _rec, _losses, _missing_classes, _more, _errors]
 
 
 def all_cases() -> List[Dict[str, Any]]:

@@ -63,7 +63,7 @@ CAUSES: List[Cause] = [
           "a rec layer's output is time-major [T, B, F]",
           "batch-major [B, T, F] (values agree after transposing)",
           lambda n, a, t: a == "axis_order" and bool(re.search(r"vs RETURNN \[S\?, B\?", t))
-          and bool(re.match(r"(rec|get_last_hidden_state|choice|decide)/", n))),
+          and bool(re.match(r"(rec|get_last_hidden_state|choice|decide|masked_computation)/", n))),
     Cause("rec-param-names",
           "a rec layer's built-in cell keeps its variables under '<layer>/rec/' (checkpoint 'lstm/rec/W')",
           "names them '<layer>/W' (a RETURNN checkpoint does not load by name)",
@@ -92,10 +92,16 @@ CAUSES: List[Cause] = [
           _case(r"^name_scope/")),
     Cause("merged-axis-roles",
           "merge_dims of T and F: the merged axis is the feature axis only (no time axis left)",
-          "the merged axis is both time and feature axis", _case(r"^merge_dims/dyn_TF$")),
+          "the merged axis is both time and feature axis", _case(r"^merge_dims/dyn_TF$", r"^int_axis/merge12/dense$")),
     Cause("int-axis-counting",
-          "an int axis counts the axes of the batch-major layout (axis 1 of a time-major [T, B, F] is T)",
-          "counts the actual layout (axis 1 is B)", _case(r"^reduce/sum/int_axis_tm$")),
+          "reduce counts an int axis in the batch-major layout (axis 0 of a time-major [T, B, F] is B, axis 1 "
+          "is T) and returns batch-major; slice counts the actual layout (axis 1 of [T, B, F] is B)",
+          "every layer counts the actual layout", _case(r"^reduce/sum/int_axis_tm$", r"^int_axis/reduce")),
+    Cause("batch-major-output-of-time-major-input",
+          "self_attention, gather_nd and split_dims make a batch-major output from a time-major input",
+          "keep the input's time-major order",
+          lambda n, a, t: a == "axis_order" and n.endswith("/tm") and "vs RETURNN [B?, S?" in t
+          and not n.startswith(("split_dims/", "int_axis/split_dims"))),
     Cause("dot-same-axis-twice",
           "dot/attention energies over the same time axis give [B, T, T] (one T is the other's copy)",
           "refuses: the output would have the axis twice",
@@ -109,7 +115,7 @@ CAUSES: List[Cause] = [
           "keeps the input's order", _case(r"^softmax_over_spatial/")),
     Cause("split-dims-feature-kind", "split_dims of the feature axis: every part is feature-kind",
           "only the last part is the feature axis, the others spatial",
-          lambda n, a, t: (n.startswith("split_dims/") or n == "conv/2d/input_split_dims")
+          lambda n, a, t: (n.startswith(("split_dims/", "int_axis/split_dims")) or n == "conv/2d/input_split_dims")
           and a in ("template", "axis_order", "numbers")),
     Cause("axis-description-spelling",
           "accepts the axis descriptions 'static', 's:0'/'s:1' (the i-th spatial axis) and 'B' in merge_dims",
@@ -127,9 +133,12 @@ CAUSES: List[Cause] = [
           "expand_dims axis by 'spatial', class alias 'hidden'",
           "refuses with a ConfigError", _text({"build"}, r"netcompiler refuses")),
     Cause("built-here-refused-by-returnn",
-          "refuses: constant with a list value, loss 'binary_ce' (not a RETURNN name), SAME pooling with "
-          "dilation, float range, unit 'rnn' (abstract), max_seq_len on a native LSTM, rec_last_output of a "
-          "layer the loop optimises away, negative slice_start, a switch condition that is not a layer name",
+          "refuses: constant with a list value, loss 'binary_ce' and class 'select_search_sources' (not "
+          "RETURNN names), SAME pooling with dilation, float range, unit 'rnn' (abstract), max_seq_len on a "
+          "native LSTM, rec_last_output of a layer the loop optimises away, negative slice_start, a switch "
+          "condition that is not a layer name, an int axis for softmax_over_spatial, cum_concat outside a "
+          "loop (needs out_spatial_dim), positional_encoding of sparse or time-less data, rnn_cell "
+          "'nativelstm2', unmask outside a loop",
           "builds it", _text({"build"}, r"RETURNN refuses")),
     Cause("padding-read",
           "reads the padded frames: max/avg pool, window and pad at sequence ends, reverse cumsum, reduce "
@@ -149,7 +158,7 @@ CAUSES: List[Cause] = [
           "length ignores 'dtype' (int32); slice of a dynamic axis with a constant end gives a static axis "
           "(size 2); relative_positional_encoding uses the query's time axis for both axes; stack on a "
           "time-major input puts the new axis before B; combine of a [B, F] and a [B, T] broadcast keeps "
-          "[B, T, F]; self_attention on a time-major input gives batch-major; dot without var axes keeps a "
+          "[B, T, F]; dot without var axes keeps a "
           "spatial size-1 axis; a subnetwork with several sources has 'data:data' inside",
           "(each its own inference)",
           lambda n, a, t: a in ("template", "axis_order", "dim_identity", "layers", "numbers")),
