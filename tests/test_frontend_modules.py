@@ -481,8 +481,8 @@ def test_conv2d_over_time_and_a_static_dim():
 
     result, _ = run_both(lambda: rf.Conv2d(IN, OUT, [3, 2], padding="same", strides=[1, 2]), call, batch)
     w, b = result.params["filter"], result.params["bias"]  # [out, in, 3, 2]
-    t_dim, f_dim = holder["dims"]
-    assert t_dim is TIME and f_dim.size == 3
+    _, t_dim, f_dim, _ = result.dims["output"]  # (the dims of the last run, on torch, are others)
+    assert t_dim is TIME and f_dim.size == 3 and holder["dims"][0] is TIME
     got = result.value("output", [batch_dim, TIME, f_dim, OUT])
     x = batch.inputs["x"].value.astype(np.float64)
     for i, n in enumerate(LENGTHS[TIME]):
@@ -545,7 +545,8 @@ def test_pool2d_over_time_and_a_static_dim():
         return y
 
     result, _ = run_both(lambda: None, call, batch)
-    t_dim, f_dim = holder["dims"]
+    _, t_dim, f_dim, _ = result.dims["output"]
+    assert f_dim.size == 2 and len(holder["dims"]) == 2
     got = result.value("output", [batch_dim, t_dim, f_dim, IN])
     x = batch.inputs["x"].value
     for i, n in enumerate(LENGTHS[TIME]):
@@ -769,3 +770,43 @@ def test_no_op_is_shadowed_by_a_submodule_of_the_same_name():
     shadowed = [name for name in ops if isinstance(getattr(rf, name, None), types.ModuleType)]
     assert not shadowed, shadowed
     assert rf.dropout.__module__ == "netcompiler.frontend.nn"
+
+
+def test_transposed_conv2d_over_time_and_a_static_dim():
+    freq = Dim(3, name="freq")
+    batch = ragged_batch({"x": Input([batch_dim, TIME, freq, IN])}, LENGTHS)
+
+    def call(model, x):
+        return model(x, in_spatial_dims=[TIME, freq])[0]
+
+    result, _ = run_both(lambda: rf.TransposedConv2d(IN, OUT, [2, 3], padding="valid", strides=[2, 1]), call, batch)
+    w, b = result.params["filter"], result.params["bias"]  # [in, out, 2, 3]
+    _, t_dim, f_dim, _ = result.dims["output"]
+    assert t_dim.size is None and t_dim.description == "time*2"
+    assert f_dim.size == 5  # 3 frames, stride 1, window 3: 3 + 2
+    got = result.value("output", [batch_dim, t_dim, f_dim, OUT])
+    x = batch.inputs["x"].value.astype(np.float64)
+    for i, n in enumerate(LENGTHS[TIME]):
+        want = np.zeros((2 * n, 5, 3))
+        for t in range(n):
+            for f in range(3):
+                for kt in range(2):
+                    for kf in range(3):
+                        want[2 * t + kt, f + kf] += x[i, t, f] @ w[:, :, kt, kf]
+        assert result.mask("output", [batch_dim, t_dim, f_dim, OUT])[i, :, 0, 0].sum() == 2 * n
+        np.testing.assert_allclose(got[i, :2 * n], want + b, rtol=1e-5, atol=1e-5)
+
+
+def test_conv3d_on_static_dims():
+    a, b_, c = Dim(4, name="a"), Dim(3, name="b"), Dim(5, name="c")
+    batch = ragged_batch({"x": Input([batch_dim, a, b_, c, IN])}, {TIME: [1, 1]})
+    result, _ = run_both(lambda: rf.Conv3d(IN, OUT, 2, padding="valid"),
+                         lambda m, x: m(x, in_spatial_dims=[a, b_, c])[0], batch)
+    w, bias = result.params["filter"], result.params["bias"]
+    assert w.shape == (3, 5, 2, 2, 2)
+    x = batch.inputs["x"].value.astype(np.float64)
+    got = result.outputs["output"]  # [B, 3, 2, 4, out]
+    want = np.zeros((2, 3, 2, 4, 3)) + bias
+    for i, j, k in np.ndindex(3, 2, 4):
+        want[:, i, j, k] += np.einsum("nxyzc,ocxyz->no", x[:, i:i + 2, j:j + 2, k:k + 2], w)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)

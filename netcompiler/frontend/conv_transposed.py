@@ -65,8 +65,10 @@ def transposed_conv(source: Tensor, *, in_dim: Dim, out_dim: Dim, in_spatial_dim
 
 def transposed_conv_out_dim(dim: Dim, window: int, stride: int, padding: str) -> Dim:
     """The output dim of a transposed conv over `dim`: n * stride (+ max(window - stride, 0) with "valid")."""
-    stride_dim = _stride_dims.setdefault(stride, Dim(stride, SPATIAL, f"stride{stride}"))
-    out = merge_dims([dim, stride_dim], description=f"{dim.description}*{stride}", kind=dim.kind)
+    out = dim
+    if stride != 1:
+        stride_dim = _stride_dims.setdefault(stride, Dim(stride, SPATIAL, f"stride{stride}"))
+        out = merge_dims([dim, stride_dim], description=f"{dim.description}*{stride}", kind=dim.kind)
     extra = max(window - stride, 0) if padding == "valid" else 0
     return pad_dim(out, 0, extra)
 

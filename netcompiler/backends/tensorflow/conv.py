@@ -7,6 +7,9 @@ from typing import Any, Sequence
 import tensorflow as tf
 
 
+_CHANNELS_LAST = {1: "NWC", 2: "NHWC", 3: "NDHWC"}
+
+
 class ConvOps:
     """N-D convolution and pooling with `tf.nn.convolution` and `tf.nn.pool`."""
 
@@ -14,8 +17,9 @@ class ConvOps:
     def conv_raw(cls, raw: Any, filter_raw: Any, *, strides: Sequence[int], dilation_rate: Sequence[int],
                  padding: str, groups: int) -> Any:
         # TF infers the groups from the filter: input channels / the filter's input channels
+        # the data format given: TF's eager gradient of a 3-D convolution fails on the default (None)
         return tf.nn.convolution(raw, filter_raw, strides=list(strides), padding=padding.upper(),
-                                 dilations=list(dilation_rate))
+                                 dilations=list(dilation_rate), data_format=_CHANNELS_LAST[len(raw.shape) - 2])
 
     @classmethod
     def transposed_conv_raw(cls, raw: Any, filter_raw: Any, *, strides: Sequence[int]) -> Any:
