@@ -810,3 +810,19 @@ def test_conv3d_on_static_dims():
     for i, j, k in np.ndindex(3, 2, 4):
         want[:, i, j, k] += np.einsum("nxyzc,ocxyz->no", x[:, i:i + 2, j:j + 2, k:k + 2], w)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_deepcopy_of_a_module_keeps_dims_and_draws_new_parameters():
+    import copy
+
+    rf.select_backend("tensorflow")
+    to_numpy = get_backend("tensorflow").to_numpy
+    layer = rf.Linear(IN, OUT)
+    layer.bias.initial = np.array([1.0, 2.0, 3.0], "float32")
+    layers = rf.ModuleList([copy.deepcopy(layer) for _ in range(2)])
+    assert [n for n, _ in layers.named_parameters()] == ["0.weight", "0.bias", "1.weight", "1.bias"]
+    for copied in layers:
+        assert copied.in_dim is IN and copied.weight.dims == (IN, OUT) and copied.weight.raw is not layer.weight.raw
+        np.testing.assert_array_equal(to_numpy(copied.bias.raw), [1.0, 2.0, 3.0])
+    assert not np.allclose(to_numpy(layers[0].weight.raw), to_numpy(layers[1].weight.raw))
+    assert copy.copy(IN) is IN and copy.deepcopy([IN])[0] is IN

@@ -45,6 +45,16 @@ class Parameter(Tensor):
         self._initial = None
         self.initial = initial
 
+    def __copy__(self) -> "Parameter":
+        """A new parameter like this one, initialised from the same `initial` (as in RETURNN: an `rf.init`
+        initializer draws new values, so that copies of a module do not start equal); the value is not copied."""
+        return Parameter(self.dims, self.dtype, sparse_dim=self.sparse_dim, trainable=self.trainable,
+                         auxiliary=self.auxiliary, non_critical_for_restore=self.non_critical_for_restore,
+                         weight_decay=self.weight_decay, initial=self.initial)
+
+    def __deepcopy__(self, memo) -> "Parameter":
+        return self.__copy__()
+
     @property
     def shape(self) -> tuple:
         return tuple(d.size for d in self.dims)

@@ -176,6 +176,12 @@ class Dim:
     def __eq__(self, other):
         return isinstance(other, Dim) and self.root() is other.root()
 
+    def __copy__(self):
+        return self  # an axis identity: a copy of a model keeps its dims
+
+    def __deepcopy__(self, memo):
+        return self
+
     def __hash__(self):
         return hash(self.root_id())
 
