@@ -274,8 +274,8 @@ def figures(records: List[Dict[str, Any]], diffs: Dict[str, Dict[str, str]]) -> 
     }
 
 
-def print_groups(diffs: Dict[str, Dict[str, str]]) -> None:
-    """The differences by cause: what RETURNN does, what netcompiler does, and the cases (with aspects)."""
+def grouped(diffs: Dict[str, Dict[str, str]]) -> List[Tuple[Any, Dict[str, List[str]]]]:
+    """(cause, case -> aspects) per cause of today's differences, the cause with most cases first."""
     from returnn_corpus.causes import cause_of
 
     groups: Dict[str, Any] = {}
@@ -284,7 +284,13 @@ def print_groups(diffs: Dict[str, Dict[str, str]]) -> None:
             cause = cause_of(name, aspect, text)
             entry = groups.setdefault(cause.id, (cause, defaultdict(list)))
             entry[1][name].append(aspect)
-    for cause_id, (cause, cases) in sorted(groups.items(), key=lambda item: -len(item[1][1])):
+    return sorted(groups.values(), key=lambda item: (-len(item[1]), item[0].id))
+
+
+def print_groups(diffs: Dict[str, Dict[str, str]]) -> None:
+    """The differences by cause: what RETURNN does, what netcompiler does, and the cases (with aspects)."""
+    for cause, cases in grouped(diffs):
+        cause_id = cause.id
         print(f"\n## {cause_id} ({len(cases)} cases)\n  RETURNN: {cause.returnn}\n  here:    {cause.ours}")
         print("  cases: " + ", ".join(f"{name} [{'/'.join(aspects)}]" for name, aspects in cases.items()))
 
@@ -307,18 +313,27 @@ def main(argv=None) -> int:
     if args.groups:
         print_groups(diffs)
     if args.write_known:
-        from returnn_corpus.causes import reason_for
+        from returnn_corpus.causes import cause_of, reason_for
 
         old = load_known() if os.path.exists(KNOWN_FILE) else {}
         known = {}
         for name, aspects in sorted(diffs.items()):
             if aspects:
-                known[name] = {aspect: old.get(name, {}).get(aspect) or reason_for(name, aspect, text)
-                               for aspect, text in aspects.items()}
+                known[name] = {}
+                for aspect, text in aspects.items():
+                    reason = old.get(name, {}).get(aspect) or ""  # a reason written by hand stays if its cause does
+                    if not reason.startswith(cause_of(name, aspect, text).id + ":"):
+                        reason = reason_for(name, aspect, text)
+                    known[name][aspect] = reason
         with open(KNOWN_FILE, "w") as f:
-            json.dump({"about": "netcompiler vs RETURNN: case -> aspect -> why it differs today "
-                                "(tests/test_returnn_fidelity.py fails when this list stops being true)",
-                       "differences": known}, f, indent=1, sort_keys=True)
+            causes = {cause.id: {"returnn": cause.returnn, "here": cause.ours,
+                                 "cases": {name: aspects for name, aspects in cases.items()}}
+                      for cause, cases in grouped(diffs)}
+            json.dump({"about": "netcompiler vs RETURNN: 'differences' is case -> aspect -> why it differs today "
+                                "(tests/test_returnn_fidelity.py fails when it stops being true); 'causes' groups "
+                                "them (the work plan; rewritten by tests/returnn_corpus/compare.py --write-known)",
+                       "figures": figures(records, diffs), "causes": causes, "differences": known},
+                      f, indent=1, sort_keys=True)
             f.write("\n")
         print(f"wrote {sum(len(v) for v in known.values())} differences of {len(known)} cases")
     return 0
