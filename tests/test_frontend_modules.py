@@ -579,6 +579,42 @@ def test_layer_and_rms_norm(kind):
     np.testing.assert_allclose(result.value("output", dims)[mask], want[mask], rtol=1e-4, atol=1e-5)
 
 
+def test_group_norm_normalizes_each_group_of_channels():
+    feat = Dim(6, name="feat")
+    batch = ragged_batch({"x": Input([batch_dim, TIME, feat])}, LENGTHS)
+
+    def build():
+        module = rf.GroupNorm(feat, num_groups=2)
+        module.scale.initial = np.linspace(0.5, 1.5, 6).astype("float32")
+        module.bias.initial = np.linspace(-1, 1, 6).astype("float32")
+        return module
+
+    result, _ = run_both(build, lambda m, x: m(x), batch)
+    x = batch.inputs["x"].value.astype(np.float64).reshape(3, 4, 2, 3)
+    want = (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + 1e-6)
+    want = want.reshape(3, 4, 6) * result.params["scale"] + result.params["bias"]
+    dims = [batch_dim, TIME, feat]
+    mask = result.mask("output", dims)
+    np.testing.assert_allclose(result.value("output", dims)[mask], want[mask], rtol=1e-4, atol=1e-5)
+
+
+def test_default_initial_state_of_a_module_collects_its_children():
+    class Decoder(rf.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = rf.Linear(IN, HIDDEN)
+            self.lstm = rf.LSTM(HIDDEN, OUT)
+
+    rf.select_backend("tensorflow")
+    b = get_backend("tensorflow")
+    with rf.RunContext(b) as ctx:
+        ctx.set_size(batch_dim, 2, size_dims=())
+        state = Decoder().default_initial_state(batch_dims=[batch_dim])
+        assert list(state) == ["lstm"] and isinstance(state.lstm, rf.LstmState)
+        assert state.lstm.h.dims == (batch_dim, OUT) and np.all(b.to_numpy(state.lstm.c.raw) == 0)
+        assert rf.Linear(IN, OUT).default_initial_state(batch_dims=[batch_dim]) is None
+
+
 def _bn_reference(x, mask, gamma, beta, eps=1e-3):
     valid = x[mask[..., 0]]  # [frames, in]
     mean, var = valid.mean(0), valid.var(0)

@@ -58,7 +58,9 @@ from .dropout_module import Dropout, dropout_broadcast_default
 from .linear import Embedding, Linear
 from .model_parameter import Parameter
 from .module import Functional, Module
-from .normalization import BatchNorm, LayerNorm, Normalize, RMSNorm, layer_norm, normalize, rms_norm
+from .normalization import (
+    BatchNorm, GroupNorm, LayerNorm, Normalize, RMSNorm, layer_norm, normalize, rms_norm,
+)
 from .pooling import max_pool, max_pool1d, pool1d, pool2d, pool3d
 from .random_state import get_random_seed, set_random_seed
 from .rec_modules import LSTM, LstmState, single_step_dim

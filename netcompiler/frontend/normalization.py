@@ -1,5 +1,6 @@
 """Normalization as RETURNN's frontend has it: functions `layer_norm`, `rms_norm`, `normalize`, modules
-`LayerNorm` (scale 1, bias 0, eps 1e-6), `RMSNorm` (no bias by default), `Normalize`, `BatchNorm`.
+`LayerNorm` (scale 1, bias 0, eps 1e-6), `RMSNorm` (no bias by default), `GroupNorm` (RETURNN's: statistics over
+the channels of each group, at each position), `Normalize`, `BatchNorm`.
 
 `BatchNorm` (RETURNN's defaults: affine, momentum 0.1, eps 1e-3, running statistics tracked) normalizes over every
 dim but `in_dim` with the statistics of the batch in training -- over valid frames only (masking; `use_mask=False`
@@ -14,7 +15,7 @@ from __future__ import annotations
 from typing import Optional, Sequence, Union
 
 from ..tensor import Dim, Tensor
-from .array import permute
+from .array import merge_dims, permute, split_dims
 from .math import is_finite, rsqrt, where
 from .model_parameter import Parameter
 from .module import Module, check_input_dim
@@ -81,6 +82,26 @@ class RMSNorm(_ScaleBias):
     def __call__(self, x: Tensor) -> Tensor:
         self._check(x)
         return rms_norm(x, in_dim=self.in_dim, scale=self.scale, bias=self.bias, eps=self.eps)
+
+
+class GroupNorm(_ScaleBias):
+    """`in_dim` split into `num_groups` groups of consecutive channels, each normalized over its channels (at each
+    position, as RETURNN's GroupNorm; not pooled over spatial dims), then scale and bias over `in_dim`."""
+
+    def __init__(self, in_dim: Dim, *, num_groups: Union[int, Dim], eps: float = 1e-6):
+        groups = num_groups if isinstance(num_groups, Dim) else Dim(num_groups, in_dim.kind, "groups")
+        if in_dim.size % groups.size:
+            raise ValueError(f"GroupNorm: num_groups {groups.size} must divide in_dim {in_dim}")
+        super().__init__(in_dim, eps=eps, with_bias=True)
+        self.num_groups = groups
+        self.in_group_dim = Dim(in_dim.size // groups.size, in_dim.kind, f"{in_dim.description}/group")
+
+    def __call__(self, x: Tensor) -> Tensor:
+        self._check(x)
+        grouped = split_dims(x, axis=self.in_dim, dims=[self.num_groups, self.in_group_dim])
+        normed, _ = merge_dims(normalize(grouped, axis=self.in_group_dim, epsilon=self.eps),
+                               dims=[self.num_groups, self.in_group_dim], out_dim=self.in_dim)
+        return normed * self.scale + self.bias
 
 
 class Normalize(Module):
