@@ -104,7 +104,34 @@ def op_mix_config():
     return _config(Model, train_step, time_dim, in_dim, out_dim), 4, 3
 
 
-CONFIGS = {"demo": demo_config, "op_mix": op_mix_config}
+def modules_config():
+    """Frontend modules: Linear, LayerNorm, Dropout (skipped where the frontend has no such modules)."""
+    if not (hasattr(rf, "LayerNorm") and hasattr(rf, "Dropout")):
+        pytest.skip("the frontend has no rf.LayerNorm / rf.Dropout yet")
+    time_dim, in_dim, out_dim = Dim(None, name="time"), Dim(5, name="in"), Dim(3, name="out")
+    hidden = Dim(7, name="hidden")
+
+    class Model(rf.Module):
+        def __init__(self):
+            super().__init__()
+            self.inp = rf.Linear(in_dim, hidden)
+            self.norm = rf.LayerNorm(hidden)
+            self.drop = rf.Dropout(0.2)
+            self.out = rf.Linear(hidden, out_dim)
+
+        def __call__(self, x):
+            return self.out(rf.relu(self.drop(self.norm(self.inp(x)))))
+
+    def train_step(*, model, extern_data, **_kwargs):
+        logits = model(extern_data["data"])
+        loss = rf.cross_entropy(estimated=logits, estimated_type="logits", target=extern_data["classes"],
+                                axis=out_dim)
+        loss.mark_as_loss(name="ce")
+
+    return _config(Model, train_step, time_dim, in_dim, out_dim), 5, 3
+
+
+CONFIGS = {"demo": demo_config, "op_mix": op_mix_config, "modules": modules_config}
 
 
 # --- helpers ----------------------------------------------------------------------------------------------
@@ -212,6 +239,19 @@ def test_op_mix_catalogue_layers():
             layer = model.network.layers.get(name)
             if layer is not None:
                 assert layer.output.dims == model.layer_dict.ops[name].template.dims, name
+
+
+def test_an_op_is_one_layer_with_its_inner_ops_inside():
+    """rf.LayerNorm calls the op layer_norm, which calls moments, rsqrt, combine: one layer, not five."""
+    config, _, _ = modules_config()
+    model = LayerDictModel(config)
+    net = model.layer_dict.net_dict
+    ops = {name: model.layer_dict.ops[name].op_name for name in model.layer_dict.ops}
+    assert sorted(ops.values()) == ["combine", "combine", "cross_entropy", "dropout", "layer_norm", "matmul",
+                                    "matmul", "relu"]
+    (norm,) = [name for name, op in ops.items() if op == "layer_norm"]
+    assert net[norm]["class"] == "frontend_op" and net[norm]["from"] == ["combine", "norm.scale", "norm.bias"]
+    assert net["norm.scale"]["class"] == "variable"
 
 
 def test_without_catalogue_every_op_is_generic_and_the_numbers_stay():
