@@ -150,14 +150,13 @@ class FrontendModel:
         return result
 
     # --- a step -----------------------------------------------------------------------------------
-    def _extern_tensors(self, run: rf.RunContext, inputs: Dict[str, Any], lengths: Dict[str, Any],
-                        keys=None) -> TensorDict:
+    def _extern_tensors(self, run: rf.RunContext, inputs: Dict[str, Any], lengths: Dict[str, Any]) -> TensorDict:
         """The batch as a TensorDict of the extern_data templates; the run learns the batch size and the sizes
         of the dynamic dims from the batch's lengths."""
         backend = self.backend
         extern = TensorDict()
         for key, data in self.extern_data.items():
-            if key not in inputs or (keys is not None and key not in keys):
+            if key not in inputs:
                 continue
             raw = backend.convert_to_raw(inputs[key], data.dtype)
             extern[key] = Tensor(data, raw)
@@ -259,7 +258,7 @@ class FrontendModel:
         inputs, lens = {}, {}
         for key, data in self.extern_data.items():
             shape = [len(lengths) if d.is_batch else max(lengths) if d.is_dynamic else d.size for d in data.dims]
-            inputs[key] = np.zeros(shape, dtype="int32" if data.dtype.startswith("int") else data.dtype)
+            inputs[key] = np.zeros(shape, dtype=data.dtype)
             if data.dynamic_dims:
                 lens[key] = np.asarray(lengths, dtype="int32")
         return inputs, lens
