@@ -5,8 +5,8 @@ For every case of `tests/returnn_corpus/cases.py` this builds the network with R
 output template (batch_shape, dtype, sparse, dim, batch/time/feature axis, and per dim its kind, static size,
 whether it is dynamic and which of the case's distinct dims it is), the layer's parameters (key -> shape), all
 trainable variables of the graph, the error RETURNN raises when it refuses the network (or its loss), and for
-the cases marked `numeric` the output values of the layer `output` for fixed inputs (ragged lengths, padding
-filled with garbage) and fixed parameters (`tests/returnn_corpus/fixed_values.py`), with the inputs and
+the cases marked `numeric` the output values of the layer `output` and every loss (sum, error sum, frames)
+for fixed inputs (ragged lengths, padding filled with garbage) and fixed parameters (`tests/returnn_corpus/fixed_values.py`), with the inputs and
 parameter values themselves, so that the test needs nothing from RETURNN.
 
 RETURNN is never a dependency of netcompiler. Run this only in a scratch virtualenv outside the repository,
@@ -160,6 +160,21 @@ def _assign_params(net, session, fixed) -> (Dict[str, Any], Dict[str, str]):
     return assigned, aliases
 
 
+def _loss_fetches(net) -> Dict[str, Dict[str, Any]]:
+    """Per loss (by layer name): its sum over the batch ("loss"), its error sum ("error"), and the number of
+    frames it is normalised by ("frames", 1 / RETURNN's norm factor)."""
+    import tensorflow as tf
+
+    fetches = {}
+    for name, holder in net.losses_dict.items():
+        values = {"loss": holder.get_loss_value(), "error": holder.get_error_value()}
+        norm = holder.get_norm_factor()
+        if norm is not None:
+            values["frames"] = 1.0 / tf.cast(norm, tf.float64)
+        fetches[name] = {key: value for key, value in values.items() if value is not None}
+    return fetches
+
+
 def _numbers(net, fixed) -> Dict[str, Any]:
     import numpy as np
     import tensorflow as tf
@@ -176,8 +191,11 @@ def _numbers(net, fixed) -> Dict[str, Any]:
             if not dim.is_batch_dim() and dim.is_dynamic() and dim.dyn_size_ext is not None:
                 sizes[str(axis)] = dim.dyn_size_ext.placeholder
         fetch["sizes"] = sizes
+        fetch["losses"] = _loss_fetches(net)
         result = session.run(fetch, feed_dict=feed)
-    return {"inputs": inputs, "params": params, "param_aliases": aliases, "output": {
+    losses = {name: {key: float(value) for key, value in values.items()}
+              for name, values in result["losses"].items()}
+    return {"inputs": inputs, "params": params, "param_aliases": aliases, "losses": losses, "output": {
         "value": _as_json(result["value"]), "dtype": out.dtype,
         "sizes": {axis: np.asarray(s).tolist() for axis, s in result["sizes"].items()}}}
 

@@ -557,21 +557,30 @@ def _losses():
         single(f"loss/ce/{ext}", {"class": "softmax", "loss": "ce", "target": "classes"},
                {**EXTERN[ext], "classes": {"dim": 6, "sparse": True}}, numeric=True)
     single("loss/ce/label_smoothing", {"class": "softmax", "loss": "ce", "target": "classes",
-                                       "loss_opts": {"label_smoothing": 0.1}}, ce)
+                                       "loss_opts": {"label_smoothing": 0.1}}, ce, numeric=True)
     single("loss/ce/focal", {"class": "softmax", "loss": "ce", "target": "classes",
-                             "loss_opts": {"focal_loss_factor": 2.0}}, ce)
-    single("loss/ce/scale", {"class": "softmax", "loss": "ce", "target": "classes", "loss_scale": 0.5}, ce)
+                             "loss_opts": {"focal_loss_factor": 2.0}}, ce, numeric=True)
+    single("loss/ce/scale", {"class": "softmax", "loss": "ce", "target": "classes", "loss_scale": 0.5}, ce,
+           numeric=True)
     single("loss/ce/linear_logits", {"class": "linear", "activation": None, "n_out": 6, "loss": "ce",
-                                     "target": "classes"}, ce)
+                                     "target": "classes"}, ce, numeric=True)
     dense_target = {"data": {"dim": 5}, "target": {"dim": 4}}
     for loss in ["mse", "l1", "mean_l1"]:
-        single(f"loss/{loss}", {"class": "linear", "n_out": 4, "loss": loss, "target": "target"}, dense_target)
+        single(f"loss/{loss}", {"class": "linear", "n_out": 4, "loss": loss, "target": "target"}, dense_target,
+               numeric=True)
     bin_target = {"data": {"dim": 5}, "target": {"dim": 1}}
-    single("loss/bin_ce", {"class": "linear", "n_out": 1, "loss": "bin_ce", "target": "target"}, bin_target)
+    single("loss/bin_ce", {"class": "linear", "n_out": 1, "loss": "bin_ce", "target": "target"}, bin_target,
+           numeric=True)
     single("loss/binary_ce", {"class": "linear", "n_out": 1, "loss": "binary_ce", "target": "target"}, bin_target)
-    single("loss/as_is", {"class": "reduce", "mode": "sum", "axis": "F", "loss": "as_is"})
+    single("loss/as_is", {"class": "reduce", "mode": "sum", "axis": "F", "loss": "as_is"}, numeric=True)
+    single("loss/ce/normalized", {"class": "softmax", "loss": "ce", "target": "classes",
+                                  "loss_opts": {"use_normalized_loss": True}}, ce, numeric=True)
+    single("loss/ce/sparse_input", {"class": "softmax", "loss": "ce", "target": "classes"},
+           {"data": {"dim": 7, "sparse": True}, "classes": {"dim": 6, "sparse": True}}, numeric=True)
+    single("loss/mse/tm", {"class": "linear", "n_out": 4, "loss": "mse", "target": "target"},
+           {"data": {"dim": 5, "batch_dim_axis": 1}, "target": {"dim": 4}}, numeric=True)
     ctc = {"data": {"dim": 5}, "classes": {"dim": 6, "sparse": True}}
-    single("loss/ctc", {"class": "softmax", "n_out": 7, "loss": "ctc", "target": "classes"}, ctc)
+    single("loss/ctc", {"class": "softmax", "n_out": 7, "loss": "ctc", "target": "classes"}, ctc, numeric=True)
     single("loss/ctc_opts", {"class": "softmax", "n_out": 7, "loss": "ctc", "target": "classes",
                              "loss_opts": {"ctc_opts": {"ignore_longer_outputs_than_inputs": True}}}, ctc)
     single("loss/ctc_beam_decode", {"class": "softmax", "n_out": 7, "loss": "ctc", "target": "classes",

@@ -35,7 +35,6 @@ def _both(a, b):
     return lambda *args: a(*args) and b(*args)
 
 
-ANY = {"build", "layers", "template", "axis_order", "dim_identity", "params", "param_names", "numbers"}
 
 CAUSES: List[Cause] = [
     Cause("missing-layer-class", "has the layer class", "no such class (issue 9 part 3)",
@@ -148,6 +147,17 @@ CAUSES: List[Cause] = [
           "masks them (values beyond the lengths do not enter)",
           lambda n, a, t: a == "numbers" and bool(re.match(r"(pool|window|pad|cumsum/reverse|reduce/sum/B|norm/T)", n))
           and "differ" in t),
+    Cause("regression-loss-error",
+          "mse, l1 and mean_l1 report an error as well (frames whose argmax over F differs from the target's)",
+          "no error for these losses", _text({"losses"}, r"no error here")),
+    Cause("ce-label-smoothing",
+          "ce with loss_opts label_smoothing: the loss sum uses the smoothed target distribution",
+          "the loss sum equals plain ce (label smoothing not applied to the reported loss)",
+          lambda n, a, t: a == "losses" and n == "loss/ce/label_smoothing"),
+    Cause("ce-on-non-softmax-output",
+          "ce on a linear layer without activation: another loss value (RETURNN's handling of the layer's "
+          "output as probabilities or logits)",
+          "treats the output as logits", lambda n, a, t: a == "losses" and n == "loss/ce/linear_logits"),
     Cause("activation-plus", "activation 'relu+tanh' is relu(x) + tanh(x) (a binary op)",
           "chains them: tanh(relu(x))", _case(r"^activation/chain$")),
     Cause("forward-two-dynamic-axes",

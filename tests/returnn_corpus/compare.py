@@ -10,7 +10,8 @@ from RETURNN, each with a short description:
 * `dim_identity`: which dynamic axes are the same axis (RETURNN's dim identity, across the case's layers);
 * `params`: the parameters' shapes as a multiset over the whole network (so also their count);
 * `param_names`: the checkpoint names of the parameters (name -> shape), when the shapes agree;
-* `numbers`: the output of layer `output` for the recorded inputs and parameters (1e-5, padding not read).
+* `numbers`: the output of layer `output` for the recorded inputs and parameters (1e-5, padding not read);
+* `losses`: each loss's sum over the batch, error sum and frame count for the same inputs (1e-5 relative).
 
 Run as a script it prints the figures and the differences grouped by cause (`--write-known` rewrites
 `known_differences.json` from today's differences, keeping the reasons already written).
@@ -33,7 +34,8 @@ FIXTURE_DIR = os.path.join(ROOT, "tests", "fixtures", "returnn")
 CORPUS_FILE = os.path.join(FIXTURE_DIR, "corpus.json")
 KNOWN_FILE = os.path.join(FIXTURE_DIR, "known_differences.json")
 
-ASPECTS = ("build", "layers", "template", "axis_order", "dim_identity", "params", "param_names", "numbers")
+ASPECTS = ("build", "layers", "template", "axis_order", "dim_identity", "params", "param_names", "numbers",
+           "losses")
 TOLERANCE = 1e-5
 
 
@@ -189,6 +191,10 @@ def compare_case(record: Dict[str, Any], *, numbers: bool = True) -> Dict[str, s
         text = numbers_diff(net, record)
         if text:
             diffs["numbers"] = text
+        if record["numbers"].get("losses") and not (text or "").startswith("parameters not matched"):
+            text = losses_diff(net, record)
+            if text:
+                diffs["losses"] = text
     return diffs
 
 
@@ -208,9 +214,7 @@ def numbers_diff(net, record: Dict[str, Any]) -> Optional[str]:
     try:
         for name, theirs in matched.items():
             net.params[name] = np.asarray(values[theirs], dtype=np.float32)
-        inputs = {k: np.asarray(v["value"], dtype=v["dtype"]) for k, v in recorded["inputs"].items()}
-        lengths = {k: np.asarray(v["lengths"], dtype=np.int32) for k, v in recorded["inputs"].items()
-                   if v["dynamic_axes"]}
+        inputs, lengths = _recorded_inputs(record)
         out = net.forward(inputs, lengths)["output"]
     except Exception as exc:
         return f"forward fails here: {type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
@@ -248,6 +252,46 @@ def numbers_diff(net, record: Dict[str, Any]) -> Optional[str]:
     return None
 
 
+def _recorded_inputs(record):
+    recorded = record["numbers"]["inputs"]
+    inputs = {k: np.asarray(v["value"], dtype=v["dtype"]) for k, v in recorded.items()}
+    lengths = {k: np.asarray(v["lengths"], dtype=np.int32) for k, v in recorded.items() if v["dynamic_axes"]}
+    return inputs, lengths
+
+
+def _close(ours: float, theirs: float) -> bool:
+    if np.isinf(ours) or np.isinf(theirs):
+        return ours == theirs
+    return abs(ours - theirs) <= TOLERANCE * max(1.0, abs(theirs))
+
+
+def losses_diff(net, record: Dict[str, Any]) -> Optional[str]:
+    """Why the losses differ from RETURNN's (None: they agree). Runs after `numbers_diff` set the parameters."""
+    theirs = record["numbers"]["losses"]
+    model = net.model("tensorflow")
+    inputs, lengths = _recorded_inputs(record)
+    try:
+        values, _ = model.step_losses(inputs, lengths, training=False)
+    except Exception as exc:
+        return f"losses fail here: {type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
+    ours = {}
+    for value in values:
+        entry = {"loss": value.loss_sum, "frames": value.num_frames}
+        if value.error_sum is not None:
+            entry["error"] = value.error_sum
+        ours[value.name] = {k: float(np.asarray(model.backend.to_numpy(v))) for k, v in entry.items()}
+    if set(ours) != set(theirs):
+        return f"losses {sorted(ours)} vs RETURNN {sorted(theirs)}"
+    problems = []
+    for name, expected in theirs.items():
+        for key, value in expected.items():
+            if key in ours[name] and not _close(ours[name][key], value):
+                problems.append(f"{name} {key} {ours[name][key]:.6g} vs RETURNN {value:.6g}")
+            elif key not in ours[name]:
+                problems.append(f"{name}: no {key} here")
+    return "; ".join(problems) or None
+
+
 # ---- report --------------------------------------------------------------------------------------------------
 
 def compare_all(records: List[Dict[str, Any]], *, numbers: bool = True) -> Dict[str, Dict[str, str]]:
@@ -270,6 +314,8 @@ def figures(records: List[Dict[str, Any]], diffs: Dict[str, Dict[str, str]]) -> 
         "param_names_agree": agree(both, ("params", "param_names")),
         "numeric_cases": len(numeric),
         "numbers_agree": agree(numeric, ("numbers",)),
+        "loss_cases": sum(1 for r in numeric if r["numbers"].get("losses")),
+        "losses_agree": agree([r for r in numeric if r["numbers"].get("losses")], ("numbers", "losses")),
         "fully_agree": sum(1 for d in diffs.values() if not d),
     }
 
