@@ -205,10 +205,10 @@ def test_demo_dict_layers_and_classes():
     classes = {name: entry["class"] for name, entry in net.items()}
     assert classes["layer1.weight"] == classes["layer2.bias"] == "variable"
     assert classes["relu"] == "activation" and net["relu"]["activation"] == "relu"
-    assert classes["combine"] == "combine" and net["combine"]["kind"] == "add"
-    assert net["combine"]["from"] == ["matmul", "layer1.bias"]
+    assert classes["layer1.combine"] == "combine" and net["layer1.combine"]["kind"] == "add"
+    assert net["layer1.combine"]["from"] == ["layer1.matmul", "layer1.bias"]  # named by module path
     # x W with a weight without batch axis: the dot layer cannot name the batch axis, so the generic layer
-    assert classes["matmul"] == "frontend_op" and "shared axes" in model.layer_dict.fallbacks["matmul"]
+    assert classes["layer1.matmul"] == "frontend_op" and "shared axes" in model.layer_dict.fallbacks["layer1.matmul"]
     assert classes["cross_entropy"] == "frontend_op"
     assert net["ce"]["loss"] == "frontend_marked" and net["ce"]["is_output_layer"] is True
     assert net["ce"]["from"] == ["cross_entropy"]
@@ -249,8 +249,9 @@ def test_an_op_is_one_layer_with_its_inner_ops_inside():
     ops = {name: model.layer_dict.ops[name].op_name for name in model.layer_dict.ops}
     assert sorted(ops.values()) == ["combine", "combine", "cross_entropy", "dropout", "layer_norm", "matmul",
                                     "matmul", "relu"]
-    (norm,) = [name for name, op in ops.items() if op == "layer_norm"]
-    assert net[norm]["class"] == "frontend_op" and net[norm]["from"] == ["combine", "norm.scale", "norm.bias"]
+    assert ops["norm.layer_norm"] == "layer_norm" and ops["drop.dropout"] == "dropout"
+    assert net["norm.layer_norm"]["class"] == "frontend_op"
+    assert net["norm.layer_norm"]["from"] == ["inp.combine", "norm.scale", "norm.bias"]
     assert net["norm.scale"]["class"] == "variable"
 
 
@@ -363,9 +364,9 @@ def test_dump_net_shows_the_layer_dict_of_the_demo(capsys):
     assert "layer dict of the model" in text
     rows = {line.split()[0]: line.split()[1] for line in text.splitlines()
             if line and not line.startswith(" ") and len(line.split()) > 2}
-    assert rows["layer1.weight"] == "variable" and rows["relu"] == "activation" and rows["combine"] == "combine"
-    assert rows["matmul"] == "frontend_op" and rows["ce"] == "copy"
-    assert "matmul runs rf.matmul" in text and "loss frontend_marked" in text
+    assert rows["layer1.weight"] == "variable" and rows["relu"] == "activation"
+    assert rows["layer1.combine"] == "combine" and rows["layer1.matmul"] == "frontend_op" and rows["ce"] == "copy"
+    assert "layer1.matmul runs rf.matmul" in text and "loss frontend_marked" in text
     assert dump_net_main(["--json", config]) == 0
     records = json.loads(capsys.readouterr().out.split("\n", 1)[1])  # after the config's own print line
     by_name = {r["name"]: r for r in (records if isinstance(records, list) else records["layers"])}

@@ -32,7 +32,9 @@ PROBE_LENGTHS = (5, 3, 4)
 def record_layer_dict(frontend: FrontendModel, use_catalogue: bool = True) -> Tuple[LayerDict, Any]:
     """(the LayerDict of `frontend`'s train_step, the network built from it)."""
     backend = frontend.backend
-    recorder = OpRecorder(frontend.params, param_layer_name, backend.is_trainable)
+    named_modules = getattr(frontend.model, "named_modules", None)
+    modules = {id(module): param_layer_name(path) for path, module in named_modules()} if named_modules else {}
+    recorder = OpRecorder(frontend.params, param_layer_name, backend.is_trainable, modules)
     inputs, lengths = frontend.dummy_batch(PROBE_LENGTHS)
     run = rf.RunContext(backend, training=True)
     with run:

@@ -8,6 +8,7 @@ its arguments with every Tensor replaced by an `InputRef` to its position in the
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
@@ -77,6 +78,10 @@ class OpRecorder:
     params: Dict[str, Any]
     param_layer_name: Callable[[str], str]
     is_trainable: Callable[[Any], bool] = lambda raw: True
+    module_paths: Dict[int, str] = field(default_factory=dict)
+    """id(module) -> its attribute path in the model ("layer1"): an op called in that module's code is named
+    "layer1.matmul" (the innermost module on the call stack names it; ops outside every module keep the op's
+    name)."""
     ops: Dict[str, RecordedOp] = field(default_factory=dict)
     used_params: Dict[str, RecordedParam] = field(default_factory=dict)
     _by_tensor: Dict[int, Tuple[Tensor, str]] = field(default_factory=dict)
@@ -114,7 +119,7 @@ class OpRecorder:
         for path, tensor in outputs:
             if id(tensor) in self._by_tensor or id(tensor) in given:
                 continue  # the op returned one of its inputs (e.g. a cast to the same dtype)
-            name = self._new_name(op.__name__)
+            name = self._new_name(self._module_prefix() + op.__name__)
             self.ops[name] = RecordedOp(name, op, list(inputs), args, kwargs, path, tensor.data, list(templates))
             self._remember(tensor, name)
         return result
@@ -156,6 +161,19 @@ class OpRecorder:
             self.used_params[layer] = RecordedParam(layer, name, tensor.data, self.is_trainable(tensor.raw))
             self._remember(tensor, layer)
         return layer
+
+    def _module_prefix(self) -> str:
+        """"<path>." of the innermost model module whose method is on the call stack, else ""."""
+        if not self.module_paths:
+            return ""
+        frame = sys._getframe(1)
+        while frame is not None:
+            owner = frame.f_locals.get("self")
+            path = self.module_paths.get(id(owner)) if owner is not None else None
+            if path:
+                return f"{path}."
+            frame = frame.f_back
+        return ""
 
     def _remember(self, tensor: Tensor, name: str) -> None:
         self._by_tensor[id(tensor)] = (tensor, name)
