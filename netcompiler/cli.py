@@ -73,7 +73,11 @@ def _dump_frontend(config, args) -> int:
     _print_notices(config.notices)
     formatter = format_json if args.json else format_dot if args.dot else format_text
     if formatter is format_text:
-        print(format_frontend_text(FrontendModel(config, backend_name(config))))
+        model = FrontendModel(config, backend_name(config))
+        print(format_frontend_text(model))
+        if model.is_torch_module:
+            print("layer dict: none (get_model() returns a plain PyTorch module: it has no rf ops to record)")
+            return 0
     try:
         layer_model = LayerDictModel(config, seed=config.get("random_seed", 42))
     except ConfigError as exc:
