@@ -291,8 +291,6 @@ def test_optimizer_errors_are_the_tensorflow_sides():
         assert type(on_torch.value) is type(on_tf.value) and str(on_torch.value) == str(on_tf.value)
     with pytest.raises(UnknownOptionError, match="did you mean 'epsilon'"):
         make_torch_optimizer({"optimizer": {"class": "adam", "epsilom": 0.1}}, [])
-    with pytest.raises(InvalidOptionError, match="maximize_grad_norm is not implemented on PyTorch"):
-        process_gradients_fn({"maximize_grad_norm": 0.5})
 
 
 def test_learning_rate_is_set_per_epoch_with_its_multiplier():
@@ -354,6 +352,22 @@ def test_nonfinite_objective_skips_the_update():
     assert all(np.array_equal(before[k], v) for k, v in values(model).items())
     trainer.train_step(*map(to_torch, (inputs, lengths)))
     assert trainer.step_count == 1 and any(not np.array_equal(before[k], v) for k, v in values(model).items())
+
+
+def test_maximize_grad_norm_gradients_match_tensorflow():
+    """RETURNN's maximize_grad_norm: the gradient of -f * |grad| is added, a second-order term (TF's own test
+    checks it against finite differences)."""
+    inputs, lengths = batches()[0]
+    torch_net, tf_net = torch_model(), tf_model()
+    trainer = TorchTrainer(torch_net, None, None, maximize_grad_norm=0.5)
+    losses, objective = torch_net.step_losses(*map(to_torch, (inputs, lengths)), training=True)
+    trainer._backward(objective)
+    got = [p.grad.numpy() for p in torch_net.trainable_params]
+    want = Trainer(tf_net, None, None, maximize_grad_norm=0.5)._gradients(inputs, lengths, tf_net.trainable_params)[2]
+    plain = Trainer(tf_net, None, None)._gradients(inputs, lengths, tf_net.trainable_params)[2]
+    for have, expected, base in zip(got, want, plain):
+        np.testing.assert_allclose(have, tf.convert_to_tensor(expected).numpy(), rtol=2e-3, atol=1e-5)
+    assert any(not np.allclose(e.numpy(), tf.convert_to_tensor(b).numpy(), atol=1e-5) for e, b in zip(want, plain))
 
 
 def _torch_run(parts, accum):

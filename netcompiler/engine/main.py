@@ -265,7 +265,8 @@ class Session:
         else:
             settings = dict(optimizer=optimizer, batching=self.batching(),
                             stop_on_nonfinite=bool(get("stop_on_nonfinite_train_score", True)), log=self.log,
-                            accum_grad_steps=accum_grad_steps(get("accum_grad_multiple_step", 1)))
+                            accum_grad_steps=accum_grad_steps(get("accum_grad_multiple_step", 1)),
+                            maximize_grad_norm=maximize_grad_norm(self.config.values))
         if self.torch:
             from .torch_optimizers import process_gradients_fn
             from .torch_trainer import TorchTrainer
@@ -276,8 +277,7 @@ class Session:
         from .trainer import Trainer
 
         if optimizer is not None:
-            settings.update(clip_gradients=clip_gradients_fn(self.config.values),
-                            maximize_grad_norm=maximize_grad_norm(self.config.values))
+            settings.update(clip_gradients=clip_gradients_fn(self.config.values))
         return Trainer(self.model, **settings)
 
     # --- tasks -----------------------------------------------------------------------------

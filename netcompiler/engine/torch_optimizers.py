@@ -23,7 +23,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 import torch
 
 from ..errors import InvalidOptionError
-from .optimizers import gradient_clipping, gradient_noise, maximize_grad_norm, nan_inf_filter, optimizer_settings
+from .optimizers import gradient_clipping, gradient_noise, nan_inf_filter, optimizer_settings
 
 # class key -> (torch.optim class, {Keras argument: torch argument}, Keras defaults where torch's differ)
 _BETAS = {"beta_1": "betas.0", "beta_2": "betas.1", "epsilon": "eps"}
@@ -104,12 +104,7 @@ def clip_torch_gradients(grads: List[Optional[torch.Tensor]], clip: Dict[str, fl
 
 def process_gradients_fn(config: Any) -> Optional[Callable[[List[torch.nn.Parameter]], None]]:
     """`params -> None` that replaces each ``param.grad`` by its noisy, clipped, filtered version, as on
-    TensorFlow (`optimizers.clip_gradients_fn`); None when the config asks for none of these. RETURNN's
-    `maximize_grad_norm` is refused here: it needs a second-order term the PyTorch step does not compute."""
-    if maximize_grad_norm(config):
-        raise InvalidOptionError("maximize_grad_norm is not implemented on PyTorch",
-                                 subject="config key 'maximize_grad_norm'",
-                                 suggestion="remove it, or train with backend = 'tensorflow'")
+    TensorFlow (`optimizers.clip_gradients_fn`); None when the config asks for none of these."""
     clip = gradient_clipping(config)
     noise = gradient_noise(config)
     nan_inf = nan_inf_filter(config)

@@ -23,13 +23,14 @@ class TorchTrainer(EpochLoop):
     """Runs epochs of training on a step model whose backend is PyTorch, with the TensorFlow `Trainer`'s
     semantics: the objective's gradients, processed by `process_gradients` (noise, clipping, NaN filter: see
     `torch_optimizers.process_gradients_fn`), applied by the optimizer; a step whose objective is not finite
-    changes nothing (the epoch loop then stops training). With `accum_grad_steps` N > 1 the gradients of N
+    changes nothing (the epoch loop then stops training); `maximize_grad_norm` as on TensorFlow. With `accum_grad_steps` N > 1 the gradients of N
     batches are summed (PyTorch's ``.grad`` accumulation) and applied together at every N-th batch and at the
     end of an epoch."""
 
     def __init__(self, model, optimizer: Optional[torch.optim.Optimizer], batching: Optional[BatchSettings],
                  process_gradients: Optional[Callable[[List[torch.nn.Parameter]], None]] = None,
-                 stop_on_nonfinite: bool = True, log=sys.stdout, accum_grad_steps: int = 1):
+                 stop_on_nonfinite: bool = True, log=sys.stdout, accum_grad_steps: int = 1,
+                 maximize_grad_norm: float = 0.0):
         self.model = model
         self.optimizer = optimizer
         self.batching = batching
@@ -37,6 +38,7 @@ class TorchTrainer(EpochLoop):
         self.stop_on_nonfinite = stop_on_nonfinite
         self.log = log
         self.accum_grad_steps = accum_grad_steps
+        self.maximize_grad_norm = maximize_grad_norm  # RETURNN's setting: see `_backward`
         self.step_count = 0
         """Updates applied so far (with accumulation: one per N batches)."""
         self._pending = 0  # batches whose gradients are summed in .grad and not applied yet
@@ -61,11 +63,27 @@ class TorchTrainer(EpochLoop):
         if self.stop_on_nonfinite and not torch.isfinite(objective.detach()):
             return self._results(losses), objective.detach()  # no backward: the sums so far stay as they were
         if objective.requires_grad:
-            objective.backward()
+            self._backward(objective)
         self._pending += 1
         if self._pending == self.accum_grad_steps:
             self.flush()
         return self._results(losses), objective.detach()
+
+    def _backward(self, objective) -> None:
+        """Adds the objective's gradients to the parameters' ``.grad``. With `maximize_grad_norm` = f, as in
+        RETURNN (and on TensorFlow), each also gets the gradient of -f * (the global norm of the gradients)."""
+        if not self.maximize_grad_norm:
+            objective.backward()
+            return
+        grads = torch.autograd.grad(objective, self.params, create_graph=True, allow_unused=True)
+        present = [g for g in grads if g is not None]
+        penalty = torch.sqrt(sum(torch.sum(torch.square(g)) for g in present)) * -self.maximize_grad_norm
+        extra = torch.autograd.grad(penalty, self.params, allow_unused=True)
+        for param, grad, more in zip(self.params, grads, extra):
+            if grad is None:
+                continue
+            total = grad.detach() + (more if more is not None else 0.0)
+            param.grad = total if param.grad is None else param.grad + total
 
     def _zero_grad(self) -> None:
         for param in self.params:
