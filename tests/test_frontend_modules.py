@@ -862,3 +862,42 @@ def test_deepcopy_of_a_module_keeps_dims_and_draws_new_parameters():
         np.testing.assert_array_equal(to_numpy(copied.bias.raw), [1.0, 2.0, 3.0])
     assert not np.allclose(to_numpy(layers[0].weight.raw), to_numpy(layers[1].weight.raw))
     assert copy.copy(IN) is IN and copy.deepcopy([IN])[0] is IN
+
+
+WRONG_IN_DIM = {  # module -> how to call it on an input whose channels are the dim 'other' (not its in_dim 'in')
+    "Linear": (lambda: rf.Linear(IN, OUT), lambda m, x: m(x)),
+    "Conv1d": (lambda: rf.Conv1d(IN, OUT, 3, padding="same"), lambda m, x: m(x, in_spatial_dim=TIME)),
+    "TransposedConv1d": (lambda: rf.TransposedConv1d(IN, OUT, 2, padding="valid"),
+                         lambda m, x: m(x, in_spatial_dim=TIME)),
+    "LayerNorm": (lambda: rf.LayerNorm(IN), lambda m, x: m(x)),
+    "GroupNorm": (lambda: rf.GroupNorm(IN, num_groups=5), lambda m, x: m(x)),
+    "BatchNorm": (lambda: rf.BatchNorm(IN), lambda m, x: m(x)),
+    "LSTM": (lambda: rf.LSTM(IN, OUT),
+             lambda m, x: m(x, state=m.default_initial_state(batch_dims=[batch_dim]), spatial_dim=TIME)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(WRONG_IN_DIM))
+def test_wrong_input_dim_names_the_module_and_both_dims(name):
+    build, call = WRONG_IN_DIM[name]
+    rf.select_backend("tensorflow")
+    module = build()
+    with rf.RunContext(get_backend("tensorflow")) as ctx:
+        ctx.set_size(TIME, np.array([3, 2], "int32"))
+        ctx.set_size(batch_dim, 2, size_dims=())
+        x = rf.convert_to_tensor(np.zeros((2, 3, 5), "float32"), dims=[batch_dim, TIME, Dim(5, name="other")])
+        with pytest.raises(ValueError, match=rf"<{name}.*expects an input with in_dim .*'in'.*'other'"):
+            call(module, x)
+
+
+def test_pooling_and_conv_name_a_missing_spatial_dim():
+    rf.select_backend("tensorflow")
+    conv = rf.Conv1d(IN, OUT, 3, padding="same")
+    other_time = Dim(None, name="other-time")
+    with rf.RunContext(get_backend("tensorflow")) as ctx:
+        ctx.set_size(TIME, np.array([3, 2], "int32"))
+        x = rf.convert_to_tensor(np.zeros((2, 3, 5), "float32"), dims=[batch_dim, TIME, IN])
+        with pytest.raises(ValueError, match=r"<Conv1d.*expects an input with spatial dim .*'other-time'"):
+            conv(x, in_spatial_dim=other_time)
+        with pytest.raises(ValueError, match=r"pooling: the source .* has no spatial dim .*'other-time'"):
+            rf.max_pool1d(x, pool_size=2, in_spatial_dim=other_time)
