@@ -598,6 +598,12 @@ def _losses():
                                   "loss_opts": {"num_sampled": 2}}, ce)
     single("loss/triplet_loss", {"class": "linear", "n_out": 4, "loss": "triplet_loss", "target": "classes",
                                  "loss_opts": {"margin": 0.5}}, ce)
+    single("loss/triplet_loss_n6", {"class": "linear", "n_out": 6, "loss": "triplet_loss", "target": "classes",
+                                    "loss_opts": {"margin": 0.5}}, ce)
+    argmax = {"s": {"class": "softmax", "n_out": 6, "from": "data"}}
+    for loss in ["bleu", "edit_distance"]:
+        single(f"loss/{loss}_on_labels", {"class": "reduce", "mode": "argmax", "axis": "F", "from": "s",
+                                          "loss": loss, "target": "classes"}, ce, extra=argmax)
     single("loss/via_layer", {"class": "linear", "n_out": 6, "loss": "via_layer", "target": "classes",
                               "loss_opts": {"loss_wrt_to_act_in": False, "align_layer": "data:classes"}}, ce)
     single("loss/search_score", {"class": "softmax", "loss": "search_score", "target": "classes"}, ce)
@@ -764,6 +770,9 @@ def _more():
     single("relative_positional_encoding/tm", {"class": "relative_positional_encoding", "n_out": 4}, "tm")
     single("layer_norm/t43", {"class": "layer_norm"}, "t43")
     single("cum_concat/outside_loop", {"class": "cum_concat"}, "dense")
+    single("missing/unflatten_nd_sizes", {"class": "unflatten_nd", "sizes": "sz", "num_axes": 1}, "dense",
+           extra={"l": {"class": "length", "axis": "T", "from": "data"},
+                  "sz": {"class": "expand_dims", "axis": "F", "from": "l"}})
 
 
 _GROUPS = [_sources, _activations, _linear, _elementwise, _constants, _conv_pool, _reduce, _shape_ops, _ranges,
