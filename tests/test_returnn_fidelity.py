@@ -3,10 +3,13 @@
 `tests/fixtures/returnn/corpus.json` holds what RETURNN made of every case of `tests/returnn_corpus/cases.py`
 (recorded by `tools/record_returnn_templates.py` in a scratch venv). Each case is built here and compared
 (`returnn_corpus.compare`): build verdict, templates, axis order, dim identity, parameters, and for the numeric
-subset the output values. Today's differences are listed in `known_differences.json`; the test fails on a new
-difference and on a listed one that disappeared (then remove it from the list: the list stays true).
+subset the output values and losses. Today's differences are listed in `known_differences.json`; the test
+fails on a new difference and on a listed one that disappeared (the list stays true).
 
-Figures and the grouped list: `python tests/returnn_corpus/compare.py` (`--show` for every difference).
+After a fix (or a deliberate change) that moves a difference: `python tests/returnn_corpus/compare.py
+--write-known` rewrites the list (reasons come from `returnn_corpus/causes.py`; a new kind of difference gets
+its cause there first). Figures: `python tests/returnn_corpus/compare.py`; `--show` prints every difference,
+`--groups` the differences by cause.
 """
 
 from __future__ import annotations
