@@ -98,6 +98,8 @@ def op_mix_config():
         loss = rf.cross_entropy(estimated=logits, estimated_type="logits", target=targets, axis=out_dim)
         loss.mark_as_loss(name="ce", scale=0.5, use_normalized_loss=True)
         rf.get_run_ctx().mark_as_loss(rf.reduce_sum(peak * peak, axis=out_dim), name="peak")
+        log_probs = rf.log_softmax(logits, axis=out_dim)
+        rf.get_run_ctx().mark_as_loss(-rf.reduce_mean(log_probs, axis=out_dim), name="mean_logp", scale=0.1)
         frame_error = rf.cast(rf.compare(rf.reduce_argmax(logits, axis=out_dim), "not_equal", targets), "float32")
         frame_error.mark_as_loss(name="fer", as_error=True)
 
@@ -229,6 +231,12 @@ def test_op_mix_catalogue_layers():
     reduces = sorted((e["mode"], e["axis"].description) for e in net.values() if e["class"] == "reduce")
     assert ("sum", "time") in reduces and ("mean", "in") in reduces
     assert net["tanh"]["class"] == "activation"
+    assert net["compare"]["class"] == "compare" and net["compare"]["kind"] == "not_equal"
+    assert net["cast"]["class"] == "cast" and net["reduce_argmax"]["class"] == "reduce"
+    assert net["log_softmax"] == {"class": "activation", "activation": "log_softmax", "from": ["combine_6"]}
+    assert net["softmax"]["class"] == "softmax_over_spatial" and not net["softmax"]["log_space"]
+    assert model.layer_dict.generic == {"combine_2", "dropout", "proj.matmul", "cross_entropy", "neg"}
+    assert "combine_2" in model.layer_dict.generic  # var + 1e-5: a number, no layer, in the combine
     assert net["fer"]["loss"] == "frontend_marked" and model.layer_dict.losses["fer"].as_error
     # the unused parameter is no layer, but stays a parameter of the model (checkpoints hold it)
     assert "unused" not in net and "unused" in model.params

@@ -19,7 +19,9 @@ ACTIVATION_OPS = frozenset({
 })
 """Frontend ops of one Tensor that the `activation` layer applies by the same name."""
 COMBINE_KINDS = frozenset({"add", "sub", "mul", "truediv", "maximum", "minimum", "squared_difference"})
-REDUCE_OPS = {"reduce_sum": "sum", "reduce_mean": "mean", "reduce_max": "max", "reduce_min": "min"}
+REDUCE_OPS = {"reduce_sum": "sum", "reduce_mean": "mean", "reduce_max": "max", "reduce_min": "min",
+              "reduce_argmax": "argmax"}
+COMPARE_KINDS = frozenset({"equal", "not_equal", "less", "less_equal", "greater", "greater_equal"})
 
 
 def _bound(op: RecordedOp) -> Optional[Dict[str, Any]]:
@@ -50,6 +52,11 @@ def catalogue_entry(op: RecordedOp) -> Optional[Dict[str, Any]]:
     if name == "combine" and len(op.inputs) == 2 and _is_input(args.get("a"), 0) and _is_input(args.get("b"), 1) \
             and args.get("kind") in COMBINE_KINDS and args.get("dim_order") is None:
         return {"class": "combine", "kind": args["kind"], "from": op.inputs}
+    if name == "compare" and len(op.inputs) == 2 and _is_input(args.get("a"), 0) and _is_input(args.get("b"), 1) \
+            and args.get("kind") in COMPARE_KINDS and args.get("dim_order") is None:
+        return {"class": "compare", "kind": args["kind"], "from": op.inputs}
+    if name == "cast" and len(op.inputs) == 1:
+        return {"class": "cast", "dtype": args["dtype"], "from": op.inputs}
     if name == "matmul" and len(op.inputs) == 2 and args.get("use_mask") is True and isinstance(args.get("reduce"), Dim):
         a, b, red = op.input_templates[0], op.input_templates[1], args["reduce"]
         return {"class": "dot", "from": op.inputs, "red1": red, "red2": red, "add_var2_if_empty": False,
@@ -58,7 +65,11 @@ def catalogue_entry(op: RecordedOp) -> Optional[Dict[str, Any]]:
     if name in ("reduce",) + tuple(REDUCE_OPS) and len(op.inputs) == 1 and args.get("use_mask") is True:
         mode = args["mode"] if name == "reduce" else REDUCE_OPS[name]
         return {"class": "reduce", "mode": mode, "axis": args["axis"], "from": op.inputs}
-    if name == "softmax" and len(op.inputs) == 1 and not args.get("log") and isinstance(args.get("axis"), Dim) \
-            and args["axis"].is_dynamic and args.get("use_mask") is True:
-        return {"class": "softmax_over_spatial", "axis": args["axis"], "from": op.inputs}
+    if name in ("softmax", "log_softmax") and len(op.inputs) == 1 and isinstance(args.get("axis"), Dim):
+        log = bool(args.get("log")) or name == "log_softmax"
+        axis = args["axis"]
+        if axis.is_dynamic and args.get("use_mask") is True:
+            return {"class": "softmax_over_spatial", "axis": axis, "log_space": log, "from": op.inputs}
+        if axis == op.input_templates[0].feature_dim:
+            return {"class": "activation", "activation": "log_softmax" if log else "softmax", "from": op.inputs}
     return None
