@@ -901,3 +901,36 @@ def test_pooling_and_conv_name_a_missing_spatial_dim():
             conv(x, in_spatial_dim=other_time)
         with pytest.raises(ValueError, match=r"pooling: the source .* has no spatial dim .*'other-time'"):
             rf.max_pool1d(x, pool_size=2, in_spatial_dim=other_time)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_initial_value_from_a_raw_tensor_of_either_backend(backend):
+    import tensorflow as tf
+
+    rf.select_backend(backend)
+    b = get_backend(backend)
+    p = rf.Parameter([OUT], "float32")
+    p.initial = tf.constant([1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(b.to_numpy(p.raw), [1.0, 2.0, 3.0])
+    if HAVE_TORCH:
+        import torch
+
+        p.initial = torch.tensor([4.0, 5.0, 6.0], dtype=torch.float64)  # cast to the parameter's dtype
+        np.testing.assert_array_equal(b.to_numpy(p.raw), [4.0, 5.0, 6.0])
+        assert b.to_numpy(p.raw).dtype == np.float32
+    counts = rf.Parameter([OUT], "int32", initial=[1, 2, 3])
+    assert b.to_numpy(counts.raw).dtype == np.int32 and not counts.trainable and not b.is_trainable(counts.raw)
+
+
+def test_transposed_conv_with_a_given_out_spatial_dim_records_its_sizes():
+    batch = ragged_batch({"x": Input([batch_dim, TIME, IN])}, LENGTHS)
+    upsampled = Dim(None, name="upsampled")
+
+    def call(model, x):
+        y, out = model(x, in_spatial_dim=TIME, out_spatial_dim=upsampled)
+        assert out is upsampled
+        return {"y": y, "sizes": rf.get_run_ctx().size(upsampled)}
+
+    result, _ = run_both(lambda: rf.TransposedConv1d(IN, OUT, 3, padding="same", strides=3), call, batch)
+    np.testing.assert_array_equal(result.outputs["sizes"], 3 * np.array(LENGTHS[TIME]))
+    assert result.dims["y"] == (batch_dim, upsampled, OUT)

@@ -22,8 +22,8 @@ from .parameters import parameter_assign
 
 
 class Parameter(Tensor):
-    """A (by default trainable) model parameter with static `dims`; `auxiliary` ones (running statistics) are
-    not trainable unless `trainable=True` is given."""
+    """A model parameter with static `dims`; trainable by default if it is a float, unless `auxiliary` (running
+    statistics)."""
 
     def __init__(self, dims: Sequence[Dim], dtype: Optional[str] = None, *, sparse_dim: Optional[Dim] = None,
                  trainable: Optional[bool] = None, auxiliary: bool = False, non_critical_for_restore: bool = False,
@@ -32,8 +32,8 @@ class Parameter(Tensor):
         _check_dims(dims)
         dtype = dtype or ("int32" if sparse_dim is not None else "float32")
         backend = model_backend("rf.Parameter")
-        if trainable is None:
-            trainable = not auxiliary
+        if trainable is None:  # only float parameters get gradients
+            trainable = not auxiliary and dtype.startswith(("float", "bfloat"))
         shape = [d.size for d in dims]
         super().__init__(Data("parameter", dims, dtype, sparse_dim=sparse_dim),
                          backend.create_parameter_raw("parameter", shape, dtype, np.zeros(shape, dtype), trainable))
