@@ -133,7 +133,26 @@ def modules_config():
     return _config(Model, train_step, time_dim, in_dim, out_dim), 5, 3
 
 
-CONFIGS = {"demo": demo_config, "op_mix": op_mix_config, "modules": modules_config}
+def sizes_config():
+    """Model code reading the sequence lengths (`time_dim.dyn_size_ext`): ce per sequence over its length."""
+    time_dim, in_dim, out_dim = Dim(None, name="time"), Dim(3, name="in"), Dim(4, name="out")
+
+    class Model(rf.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = rf.Linear(in_dim, out_dim)
+
+    def train_step(*, model, extern_data, **_kwargs):
+        logits = model.proj(extern_data["data"])
+        ce = rf.cross_entropy(estimated=logits, estimated_type="logits", target=extern_data["classes"],
+                              axis=out_dim)
+        lengths = rf.cast(time_dim.dyn_size_ext, "float32")
+        (rf.reduce_sum(ce, axis=time_dim) / lengths).mark_as_loss(name="per_seq")
+
+    return _config(Model, train_step, time_dim, in_dim, out_dim), 3, 4
+
+
+CONFIGS = {"demo": demo_config, "op_mix": op_mix_config, "modules": modules_config, "sizes": sizes_config}
 
 
 # --- helpers ----------------------------------------------------------------------------------------------
@@ -379,3 +398,10 @@ def test_dump_net_shows_the_layer_dict_of_the_demo(capsys):
     records = json.loads(capsys.readouterr().out.split("\n", 1)[1])  # after the config's own print line
     by_name = {r["name"]: r for r in (records if isinstance(records, list) else records["layers"])}
     assert by_name["relu_1"]["class"] == "activation" and by_name["ce"]["class"] == "copy"
+
+
+def test_sequence_lengths_in_model_code_are_a_layer():
+    config, _, _ = sizes_config()
+    net = LayerDictModel(config).layer_dict.net_dict
+    assert net["dim_size_tensor"]["class"] == "frontend_op" and net["dim_size_tensor"]["from"] == []
+    assert net["cast"] == {"class": "cast", "dtype": "float32", "from": ["dim_size_tensor"]}

@@ -41,6 +41,8 @@ def record_layer_dict(frontend: FrontendModel, use_catalogue: bool = True) -> Tu
         extern = frontend._extern_tensors(run, inputs, lengths)
         for key, tensor in extern.items():
             recorder.add_input(key, tensor)
+            for dim in tensor.data.dynamic_dims:  # `dim.dyn_size_ext` in model code: a layer of the sizes
+                recorder(rf.dim_size_tensor, (dim,), {}, rf.dim_size_tensor(dim))
         previous = set_op_recorder(recorder)
         try:
             frontend._train_step(model=frontend.model, extern_data=extern)

@@ -75,6 +75,19 @@ def _loss_entries(recorder: OpRecorder, losses: List[Any], taken: Set[str]) -> T
     return entries, marks
 
 
+def _needed(recorder: OpRecorder, outputs: List[str]) -> Set[str]:
+    """The layers that `outputs` are computed from (themselves included): what the dict holds."""
+    needed: Set[str] = set()
+    stack = list(outputs)
+    while stack:
+        name = stack.pop()
+        if name not in needed:
+            needed.add(name)
+            op = recorder.ops.get(name)
+            stack.extend(op.inputs if op is not None else ())
+    return needed
+
+
 def build_layer_dict(recorder: OpRecorder, losses: List[Any], build: Callable[[Dict[str, Any]], Any],
                      use_catalogue: bool = True) -> Tuple[LayerDict, Any]:
     """(the LayerDict, the network `build(net_dict)` made of it). `losses`: the run's marked losses (objects
@@ -85,15 +98,18 @@ def build_layer_dict(recorder: OpRecorder, losses: List[Any], build: Callable[[D
         raise LayerDictUnsupported("the model marked no loss, so the layer dict would compute nothing",
                                    subject="the model's train_step", suggestion="mark a loss with mark_as_loss")
     loss_entries, marks = _loss_entries(recorder, losses, set(recorder.ops) | set(recorder.used_params))
-    generic = set() if use_catalogue else set(recorder.ops)
+    needed = _needed(recorder, [entry["from"][0] for entry in loss_entries.values()])
+    ops = {name: op for name, op in recorder.ops.items() if name in needed}
+    used_params = {name: p for name, p in recorder.used_params.items() if name in needed}
+    generic = set() if use_catalogue else set(ops)
     fallbacks: Dict[str, str] = {}
-    for _ in range(len(recorder.ops) + 1):
+    for _ in range(len(ops) + 1):
         net_dict: Dict[str, Dict[str, Any]] = {}
-        for layer, param in recorder.used_params.items():
+        for layer, param in used_params.items():
             net_dict[layer] = {"class": "variable", "shape": list(param.template.dims), "dtype": param.template.dtype,
                                "add_batch_axis": False, "trainable": param.trainable}
         catalogue = set()
-        for name, op in recorder.ops.items():
+        for name, op in ops.items():
             entry = None if name in generic else catalogue_entry(op)
             if entry is None:
                 generic.add(name)
@@ -112,12 +128,12 @@ def build_layer_dict(recorder: OpRecorder, losses: List[Any], build: Callable[[D
                 continue
             raise
         wrong = {name for name in catalogue
-                 if name in network.layers and not _same_template(network.layers[name].output, recorder.ops[name].template)}
+                 if name in network.layers and not _same_template(network.layers[name].output, ops[name].template)}
         if not wrong:
-            params = {layer: p.name for layer, p in recorder.used_params.items()}
-            return LayerDict(net_dict, dict(recorder.ops), params, marks, generic, fallbacks), network
+            params = {layer: p.name for layer, p in used_params.items()}
+            return LayerDict(net_dict, ops, params, marks, generic, fallbacks), network
         for name in wrong:
             fallbacks[name] = (f"{net_dict[name]['class']} gives {network.layers[name].output.describe()}, the op "
-                               f"gave {recorder.ops[name].template.describe()}")
+                               f"gave {ops[name].template.describe()}")
         generic |= wrong
     raise AssertionError("unreachable: every round makes one more layer generic")
