@@ -934,3 +934,45 @@ def test_transposed_conv_with_a_given_out_spatial_dim_records_its_sizes():
     result, _ = run_both(lambda: rf.TransposedConv1d(IN, OUT, 3, padding="same", strides=3), call, batch)
     np.testing.assert_array_equal(result.outputs["sizes"], 3 * np.array(LENGTHS[TIME]))
     assert result.dims["y"] == (batch_dim, upsampled, OUT)
+
+
+# --- attention --------------------------------------------------------------------------------------------------
+def test_self_attention_matches_numpy_per_sequence():
+    model_dim, keys, values = Dim(6, name="model"), Dim(4, name="keys"), Dim(6, name="values")
+    batch = ragged_batch({"x": Input([batch_dim, TIME, model_dim])}, LENGTHS)
+
+    def build():
+        return rf.SelfAttention(model_dim, Dim(5, name="proj"), key_dim_total=keys, value_dim_total=values,
+                                num_heads=2, att_dropout=0.0)
+
+    result, _ = run_both(build, lambda m, x: m(x, axis=TIME), batch)
+    p = result.params
+    assert list(p) == ["qkv.weight", "qkv.bias", "proj.weight", "proj.bias"] and p["qkv.weight"].shape == (6, 14)
+    proj = result.model.out_dim
+    got = result.value("output", [batch_dim, TIME, proj])
+    for i, n in enumerate(LENGTHS[TIME]):
+        x = batch.inputs["x"].value[i, :n].astype(np.float64)
+        qkv = (x @ p["qkv.weight"] + p["qkv.bias"]).reshape(n, 2, 7)  # per head: 2 query, 2 key, 3 value dims
+        q, k, v = qkv[..., :2], qkv[..., 2:4], qkv[..., 4:]
+        energy = np.einsum("thd,shd->hts", q, k) / np.sqrt(2)
+        weights = np.exp(energy - energy.max(-1, keepdims=True))
+        weights /= weights.sum(-1, keepdims=True)
+        att = np.einsum("hts,shd->thd", weights, v).reshape(n, 6)
+        np.testing.assert_allclose(got[i, :n], att @ p["proj.weight"] + p["proj.bias"], rtol=1e-5, atol=1e-5)
+
+
+def test_dot_attention_dropout_is_only_in_training():
+    rf.select_backend("tensorflow")
+    b = get_backend("tensorflow")
+    key, frames = Dim(2, name="key"), Dim(None, name="frames")
+    for training in (False, True):
+        with rf.RunContext(b, training=training) as ctx:
+            ctx.set_size(frames, np.array([3, 1], "int32"))
+            q = rf.convert_to_tensor(np.ones((2, 2), "float32"), dims=[batch_dim, key])
+            k = rf.convert_to_tensor(np.zeros((2, 3, 2), "float32"), dims=[batch_dim, frames, key])
+            v = rf.convert_to_tensor(np.ones((2, 3), "float32") * 6, dims=[batch_dim, frames])
+            att = b.to_numpy(rf.dot_attention(q, k, v, key_dim=key, axis=frames, att_dropout=0.5).raw)
+        if not training:
+            np.testing.assert_allclose(att, [6.0, 6.0], rtol=1e-6)  # uniform weights over the valid frames
+        else:
+            assert set(np.round(att[:1], 4)) <= {0.0, 4.0, 8.0, 12.0}  # kept weights 1/3 scaled by 2

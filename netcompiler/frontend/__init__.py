@@ -51,6 +51,7 @@ from . import init
 from .activations import (
     ceil, expm1, floor, gating, identity, log1p, relu_square, round, safe_log, selu, swish,
 )
+from .attention import SelfAttention, dot_attention
 from .backend_select import select_backend, select_backend_tf, select_backend_torch, selected_backend
 from .container import ModuleList, ParameterList, Sequential, sequential
 from .conv_modules import Conv1d, Conv2d, Conv3d, TransposedConv1d, TransposedConv2d
