@@ -405,3 +405,22 @@ def test_sequence_lengths_in_model_code_are_a_layer():
     net = LayerDictModel(config).layer_dict.net_dict
     assert net["dim_size_tensor"]["class"] == "frontend_op" and net["dim_size_tensor"]["from"] == []
     assert net["cast"] == {"class": "cast", "dtype": "float32", "from": ["dim_size_tensor"]}
+
+
+def test_forward_step_sees_the_values_trained_through_the_dict():
+    config, in_size, out_size = demo_config()
+
+    def forward_step(*, model, extern_data, **_kwargs):
+        rf.get_run_ctx().mark_as_default_output(model(extern_data["data"]))
+
+    config.values["forward_step"] = forward_step
+    model = LayerDictModel(config)
+    bias = model.params["layer2.bias"]
+    model.backend.assign_raw(bias, np.array([5.0, -5.0], dtype="float32"))  # as a train step through the dict would
+    inputs, lengths = _batch(in_size, out_size)
+    out = model.forward_outputs({"data": inputs["data"]}, {"data": lengths["data"]}).outputs["output"]
+    p = {n: np.asarray(model.params[n]) for n in model.params}
+    h = np.maximum(inputs["data"] @ p["layer1.weight"] + p["layer1.bias"], 0)
+    expected = h @ p["layer2.weight"] + p["layer2.bias"]
+    valid = np.arange(inputs["data"].shape[1])[None, :] < LENGTHS[:, None]
+    np.testing.assert_allclose(np.asarray(out.raw)[valid], expected[valid], rtol=1e-5, atol=1e-4)
