@@ -182,8 +182,6 @@ def test_backend_choice_errors_and_notices(tmp_path, capsys):
     run(path)
     assert "config key 'tf_session_opts' is a TensorFlow setting; it has no effect with backend 'torch'" \
         in capsys.readouterr().err
-    with pytest.raises(InvalidOptionError, match="--task search is not implemented on PyTorch"):
-        run(path, task="search")
     # the torch checkpoints are not read as TensorFlow's, nor silently trained over from scratch
     with pytest.raises(ConfigError, match="has checkpoints of backend 'torch'.*set backend = 'torch'"):
         run(path, "++backend", "tensorflow", "++num_epochs", "2")
@@ -442,6 +440,35 @@ def _scores(results):
     scores = Scores()
     scores.add(results)
     return scores
+
+
+# --------------------------------------------------------------------------------------------- search
+
+def test_beam_search_on_torch_finds_the_hypotheses_tensorflow_finds():
+    """The attention config's beam search (beam 4) with the same initial parameters on both backends."""
+    from netcompiler.config import load_config
+    from netcompiler.engine.main import _build_search_output
+    from netcompiler.engine.searching import run_search, search_output_layer
+    from netcompiler.network import build_network
+
+    config = load_config(str(REPO / "configs" / "attention-copy.py"), [])
+    network = build_network(config, search=True)
+    _build_search_output(network, "decision")
+    dataset = make_dataset({"class": "CopyTaskDataset", "nsymbols": 10, "minlen": 2, "maxlen": 6, "num_seqs": 9,
+                            "fixed_random_seed": 3}, "dev")
+    results = {}
+    for backend in ("torch", "tensorflow"):
+        model = CompiledNetwork(network, seed=3, backend=backend)
+        layer = search_output_layer(network, "output")  # the searching rec layer: whole beams with scores
+        results[backend] = run_search(model, dataset, layer, parse_batching(batch_size=2000, max_seqs=4),
+                                      target_key="classes", do_eval=True)
+    torch_result, tf_result = results["torch"], results["tensorflow"]
+    assert len(torch_result.hyps) == 9 and all(len(beam) == 4 for beam in torch_result.hyps.values())
+    for tag, beam in tf_result.hyps.items():
+        assert [text for _, text in torch_result.hyps[tag]] == [text for _, text in beam], tag
+        np.testing.assert_allclose([score for score, _ in torch_result.hyps[tag]], [score for score, _ in beam],
+                                   rtol=1e-4, atol=1e-4)
+    assert (torch_result.edits, torch_result.ref_labels) == (tf_result.edits, tf_result.ref_labels)
 
 
 # --------------------------------------------------------------------------------------------- the CLI

@@ -65,3 +65,13 @@ def tf_batches(dataset, signature, settings: BatchSettings) -> _Feed:
     input_spec, length_spec = signature
     check_dataset_keys(dataset, input_spec)
     return _Feed(dataset, (input_spec, length_spec), settings)
+
+
+def inference_runner(model, fn, signature):
+    """`fn(inputs, lengths)` (NumPy batches in, raw values out) for the model's backend: a `tf.function` traced
+    once for `signature` on TensorFlow; run eagerly without recording gradients on PyTorch."""
+    if model.backend.name == "torch":
+        from .torch_trainer import inference_fn
+
+        return inference_fn(fn)
+    return tf.function(fn, input_signature=list(signature), autograph=False)

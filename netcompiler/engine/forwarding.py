@@ -4,11 +4,9 @@ from __future__ import annotations
 
 from typing import Dict
 
-import tensorflow as tf
-
 from .. import frontend as rf
 from ..errors import ConfigError, closest_match
-from .feeding import batch_stream
+from .feeding import batch_stream, inference_runner
 
 
 def forward_to_hdf(model, dataset, layer_name: str, output_file: str, batching: Dict) -> int:
@@ -38,11 +36,7 @@ def forward_to_hdf(model, dataset, layer_name: str, output_file: str, batching: 
                 ctx.run.backend.convert_to_raw(0, "int32")  # unused: every sequence is whole
         return value, sizes
 
-    if model.backend.name == "torch":
-        from .torch_trainer import inference_fn
-        run = inference_fn(layer_values)
-    else:
-        run = tf.function(layer_values, input_signature=list(signature), autograph=False)
+    run = inference_runner(model, layer_values, signature)
 
     seqs = []
     dataset.init_epoch(1)

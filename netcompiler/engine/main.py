@@ -424,10 +424,6 @@ class Session:
         )
 
         get = self.config.get
-        if self.torch:
-            raise InvalidOptionError("--task search is not implemented on PyTorch yet (beam search runs on "
-                                     "TensorFlow only)", subject="config key 'backend'",
-                                     suggestion="search a model trained with backend = 'tensorflow'")
         key = get("search_data", "eval" if get("eval") is not None or get("dev") is None else "dev")
         if key not in ("train", "dev", "eval"):
             raise InvalidOptionError(f"search_data {key!r} is not a dataset of the config",

@@ -17,12 +17,11 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
 import numpy as np
-import tensorflow as tf
 
 from .. import frontend as rf
 from ..errors import ConfigError, closest_match
 from ..tensor import batch_dim
-from .feeding import batch_stream
+from .feeding import batch_stream, inference_runner
 
 FORMATS = ("txt", "py")
 
@@ -72,17 +71,19 @@ def run_search(model, dataset, layer, batching, *, target_key: Optional[str], do
                           f"not have (it has: {', '.join(dataset.data_keys())})", subject="config key 'search_do_eval'",
                           suggestion="set search_do_eval = False, or give the output layer a 'target'")
 
-    @tf.function(input_signature=list(signature), autograph=False)
-    def run(inputs, lengths):
+    def search_batch(inputs, lengths):
         ctx = model.forward(inputs, lengths, training=False, emit_all=False)
         with ctx.run:
             value = ctx.value(layer)
-            refs = _label_sequences(ctx, target_layer) if target_layer is not None else (tf.zeros([0]),) * 2
+            nothing = ctx.run.backend.convert_to_raw(np.zeros([0], "float32"), "float32")
+            refs = _label_sequences(ctx, target_layer) if target_layer is not None else (nothing,) * 2
             if beams:
                 found = ctx.search_results[layer.name]
                 values = rf.permute(found["values"]["output"], [batch_dim, found["time"]])
                 return (values.raw, found["lengths"].raw, found["scores"].raw) + refs
-            return _label_sequences(ctx, layer, value) + (tf.zeros([0]),) + refs
+            return _label_sequences(ctx, layer, value) + (nothing,) + refs
+
+    run = inference_runner(model, search_batch, signature)
 
     result = SearchResult()
     dataset.init_epoch(1)
@@ -91,7 +92,8 @@ def run_search(model, dataset, layer, batching, *, target_key: Optional[str], do
                                         batching.whole_sequences()):
         refs = inputs.pop(target_key, None) if target_key else None
         ref_lengths = lengths.pop(target_key, None) if target_key else None
-        values, sizes, scores, computed_refs, computed_ref_lengths = (t.numpy() for t in run(inputs, lengths))
+        values, sizes, scores, computed_refs, computed_ref_lengths = (
+            model.backend.to_numpy(t) for t in run(inputs, lengths))
         if target_layer is not None:
             refs, ref_lengths = computed_refs, computed_ref_lengths
         n_seqs = len(next(iter(lengths.values()))) if lengths else values.shape[0]
