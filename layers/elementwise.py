@@ -160,8 +160,9 @@ _BOOL_FUNCTIONS = frozenset({
 
 def eval_result_dtype(expression: str, input_dtypes: Sequence[str]) -> Optional[str]:
     """The dtype an `eval` expression obviously gives, or None if that is not obvious: a comparison or a
-    comparing function (tf.equal, tf.logical_and, tf.math.is_nan, ...) gives bool, a cast (tf.cast(x, 'int32'),
-    tf.cast(x, tf.int32)) its dtype, `source(i)` alone the i-th input's dtype."""
+    comparing function of the backend's module (equal, logical_and, math.is_nan, ...) gives bool, a cast
+    (cast(x, 'int32'), cast(x, <module>.int32), cast(x, dtype=...)) its dtype, `source(i)` alone the i-th
+    input's dtype."""
     try:
         tree = ast.parse(expression, mode="eval").body
     except (SyntaxError, ValueError, MemoryError, RecursionError):

@@ -497,7 +497,14 @@ def check_integers(net_dict: Any, inputs: Dict[str, Any]) -> None:
                                          f"{'name' if isinstance(d, dict) or found[0] == (0,) else 'entry'}",
                                          subject=f"network {prefix.rstrip('/')}".strip(),
                                          suggestion="a layer is 'name': {'class': ..., ...}")
-            for option, value in (d.items() if isinstance(d, dict) else ()):
+            check_layer_name(name, prefix.rstrip("/"))  # it names the layer in the messages below
+            if not isinstance(d, dict):
+                continue
+            found = beyond_int64_at(list(d))
+            if found is not None:
+                raise InvalidOptionError(f"an option is named by the integer {int64_error_parts(found[1])[0]}",
+                                         layer=f"{prefix}{name}", suggestion="option names are strings")
+            for option, value in d.items():
                 if option in NESTED_NETWORK_OPTIONS and isinstance(value, dict) and value \
                         and all(isinstance(v, dict) for v in value.values()):
                     todo.append((f"{prefix}{name}/", value))
@@ -506,8 +513,8 @@ def check_integers(net_dict: Any, inputs: Dict[str, Any]) -> None:
                 if found is not None:
                     problem, suggestion = int64_error_parts(found[1])
                     raise InvalidOptionError(f"option {_shown_name(option)} has the integer {problem}",
-                                             layer=f"{prefix}{_shown_name(name, quoted=False)}",
-                                             option=str(option), suggestion=suggestion)
+                                             layer=f"{prefix}{name}", option=_shown_name(option, quoted=False),
+                                             suggestion=suggestion)
 
 
 NESTED_NETWORK_OPTIONS = ("subnetwork", "unit")
@@ -521,8 +528,11 @@ def _shown_name(name: Any, quoted: bool = True) -> str:
 
 def build_network(config: Config, extern_data: Optional[Dict[str, Data]] = None, search: bool = False) -> Network:
     """Builds the config's network (templates only, no TensorFlow); `search`: for beam search."""
-    check_integers(config.values.get("network"),
-                   {key: config.values.get(key) for key in INPUT_KEYS} if extern_data is None else {})
+    try:
+        check_integers(config.values.get("network"),
+                       {key: config.values.get(key) for key in INPUT_KEYS} if extern_data is None else {})
+    except ConfigError as exc:
+        raise exc.with_context(location=config.layer_location(exc.layer) if exc.layer and config.path else None)
     try:
         extern = extern_data if extern_data is not None else extern_data_from_config(config.values)
     except ConfigError as exc:

@@ -317,6 +317,12 @@ def check_message(exc, tree):
 @example(name="custom-dims.py", mutations=[("set_option", 22, 0, None), ("set_option", 21, 0, "$spatial-dim")])
 # negative "n_out" -> ValueError from Dim()
 @example(name="asr-conv-blstm.py", mutations=[("set_option", 67, 0, -3)])
+# an integer of 5000 digits as a layer's entry: every message that printed it raised ValueError (4300-digit limit)
+@example(name="demo-12ax-lstm.py", mutations=[("set_value", 0, 0, 10 ** 5000)])
+# num_outputs that is neither an int nor a dict -> AttributeError
+@example(name="12ax-loop-lstm.py", mutations=[("set_setting", 0, SETTING_KEYS.index("num_outputs"), frozenset({1}))])
+# an int64 overflow in a layer with a control character in its name: the name must be refused first
+@example(name="12ax-loop-lstm.py", mutations=[("set_value", 1, 0, 2 ** 63), ("rename_layer", 0, 2, None)])
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(name=st.sampled_from(CONFIG_NAMES), mutations=st.lists(MUTATIONS, min_size=1, max_size=3))
 def test_mutated_configs_fail_only_with_config_errors(name, mutations):
