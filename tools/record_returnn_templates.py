@@ -17,9 +17,12 @@ one that sees the machine's TensorFlow:
     /tmp/returnn_venv/bin/python tools/record_returnn_templates.py            # all cases
     /tmp/returnn_venv/bin/python tools/record_returnn_templates.py --only 'conv/*'   # re-record some
 
-Recorded with returnn 1.20261022.211313 on tensorflow 2.21.0 (tensorflow-cpu 2.21.0 behaves the same):
-RETURNN imports and builds with this combination; it needs `dm-tree` (import name `tree`), which its PyPI
-package does not declare. RETURNN allows one `behavior_version` per process, so each version's cases run in a
+Recorded with returnn 1.20261022.211313 on the machine's tensorflow 2.21.0, seen through
+`--system-site-packages` (so no second TensorFlow is downloaded; `pip install tensorflow-cpu==2.21.0` in a venv
+without it is the same version, not tried here). RETURNN imports and builds with this combination; it needs
+`dm-tree` (import name `tree`), which its PyPI package does not declare. The first run compiles RETURNN's
+native ops (LSTM, CTC, chunking, ...) into /var/tmp/$USER/returnn_tf_cache, a few minutes; later runs take
+about 3 minutes for the whole corpus. RETURNN allows one `behavior_version` per process, so each version's cases run in a
 worker process of their own (`--worker`).
 
 Output: `tests/fixtures/returnn/corpus.json` (one object per case, sorted by name). With `--only`, the
@@ -33,6 +36,7 @@ import fnmatch
 import importlib.util
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -108,7 +112,8 @@ def _error_text(exc: BaseException) -> str:
     if not message:
         frame = traceback.extract_tb(exc.__traceback__)[-1]
         message = f"{frame.line} ({os.path.basename(frame.filename)}:{frame.lineno} in {frame.name})"
-    return f"{type(exc).__name__}: {message.splitlines()[0]}"[:400]
+    first = re.sub(r" at 0x[0-9a-f]+", "", message.splitlines()[0])  # no memory addresses: stable fixtures
+    return f"{type(exc).__name__}: {first}"[:400]
 
 
 def _feed_inputs(net, fixed) -> (Dict[Any, Any], Dict[str, Any]):
