@@ -775,8 +775,34 @@ def _more():
                   "sz": {"class": "expand_dims", "axis": "F", "from": "l"}})
 
 
+def _issue_items():
+    """Forms that issue 9 names as accepted by RETURNN and refused here (each tried as RETURNN sees it)."""
+    kv = {"k": {"class": "linear", "n_out": 4, "from": "data"}, "q": {"class": "linear", "n_out": 4, "from": "data"}}
+    for var1 in ["B", ["T", "B"], "T?"]:
+        tag = "_".join(var1) if isinstance(var1, list) else var1
+        single(f"dot/var2_none_var1_{tag}", {"class": "dot", "from": ["q", "k"], "red1": "F", "red2": "F", "var1": var1,
+                                   "var2": None}, extra=kv)
+    single("reduce/stag_extern_data", {"class": "reduce", "mode": "max", "axis": "stag:extern_data:data"},
+           numeric=True)
+    single("reduce/stag_time_var", {"class": "reduce", "mode": "max", "axis": "stag:time:var:extern_data:data"})
+    single("rec/standardlstm/peepholes", {"class": "rec", "unit": "standardlstm", "n_out": 4,
+                                          "unit_opts": {"use_peepholes": True}})
+    single("rec/lstm/max_seq_len_unroll", {"class": "rec", "unit": "lstm", "n_out": 4, "max_seq_len": 10,
+                                           "unroll": True})
+    single("loss/ctc_use_native_beam1", {"class": "softmax", "n_out": 7, "loss": "ctc", "target": "classes",
+                                         "loss_opts": {"use_native": True, "beam_width": 1}},
+           {"data": {"dim": 5}, "classes": {"dim": 6, "sparse": True}})
+    single("conv/filter_layer", {"class": "conv", "filter_size": [3], "padding": "same", "n_out": 4,
+                                 "filter": "w"}, extra={"w": {"class": "variable", "shape": [3, 5, 4], "from": []}})
+    single("dropout/axis", {"class": "dropout", "dropout": 0.3, "dropout_axis": "F"})
+    single("linear/dropout_axis", {"class": "linear", "n_out": 4, "dropout": 0.1, "dropout_axis": "T"})
+    single("combine/keepdims_T_broadcast", {"class": "combine", "kind": "add", "from": ["data", "r"]},
+           extra={"r": {"class": "reduce", "mode": "max", "axis": "T", "keep_dims": True, "from": "data"}},
+           numeric=True)
+
+
 _GROUPS = [_sources, _activations, _linear, _elementwise, _constants, _conv_pool, _reduce, _shape_ops, _ranges,
-           _norms, _attention, _rec, _losses, _missing_classes, _more, _errors]
+           _norms, _attention, _rec, _losses, _missing_classes, _more, _issue_items, _errors]
 
 
 def all_cases() -> List[Dict[str, Any]]:

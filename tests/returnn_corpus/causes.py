@@ -122,15 +122,20 @@ CAUSES: List[Cause] = [
           "accepts the axis descriptions 'static', 's:0'/'s:1' (the i-th spatial axis) and 'B' in merge_dims",
           "'not an axis description' / not supported",
           lambda n, a, t: a == "build" and ("is not an axis description" in t or "names the batch axis" in t)),
+    Cause("dim-tag-names",
+          "names the input's time axis 'time:var:extern_data:data' and finds it by 'stag:extern_data:data' or "
+          "'stag:time:var:extern_data:data'",
+          "names it 'time:data': 'no dim is named ...'", _text({"build"}, r"no dim is named")),
     Cause("unsupported-option",
           "accepts the option (in_spatial_dims, pad.handle_dynamic_dims, norm/math_norm 'axis', linear "
           "'batch_norm', reuse_params, dot.debug, self_attention key_shift, initial_state 'var', ctc_opts, "
-          "strides with dilation)",
+          "ctc use_native, strides with dilation, conv 'filter' from a layer, dropout_axis, standardlstm "
+          "use_peepholes)",
           "refuses it as unknown or 'not supported by netcompiler yet'",
           _text({"build"}, r"UnknownOptionError", r"not supported by netcompiler yet", r"cannot both be > 1")),
     Cause("refused-here-built-by-returnn",
           "builds: combine of different feature sizes/time axes (broadcast), a size-1 keep_dims axis against "
-          "F, copy of two inputs with different time axes, length of a static axis, squeeze of an "
+          "F or T, copy of two inputs with different time axes, length of a static axis, squeeze of an "
           "expand_dims axis by 'spatial', combine_dims over a dynamic axis",
           "refuses with a ConfigError", _text({"build"}, r"netcompiler refuses")),
     Cause("built-here-refused-by-returnn",
