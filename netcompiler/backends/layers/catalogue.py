@@ -37,6 +37,12 @@ def _is_input(value: Any, index: int) -> bool:
     return isinstance(value, InputRef) and value.index == index
 
 
+def _same_batch_dims(a, b) -> bool:
+    """Whether both templates have the same batch dims: `dot` cannot name a batch dim as a var axis, so x W with
+    a weight without batch is no `dot` (it stays generic)."""
+    return [d for d in a.dims if d.is_batch] == [d for d in b.dims if d.is_batch]
+
+
 def catalogue_entry(op: RecordedOp) -> Optional[Dict[str, Any]]:
     """The catalogue layer dict for `op`, or None where none fits (see the module docstring)."""
     if op.output_path != ():
@@ -57,7 +63,8 @@ def catalogue_entry(op: RecordedOp) -> Optional[Dict[str, Any]]:
         return {"class": "compare", "kind": args["kind"], "from": op.inputs}
     if name == "cast" and len(op.inputs) == 1:
         return {"class": "cast", "dtype": args["dtype"], "from": op.inputs}
-    if name == "matmul" and len(op.inputs) == 2 and args.get("use_mask") is True and isinstance(args.get("reduce"), Dim):
+    if name == "matmul" and len(op.inputs) == 2 and args.get("use_mask") is True and isinstance(args.get("reduce"), Dim) \
+            and _same_batch_dims(*op.input_templates):
         a, b, red = op.input_templates[0], op.input_templates[1], args["reduce"]
         return {"class": "dot", "from": op.inputs, "red1": red, "red2": red, "add_var2_if_empty": False,
                 "var1": [d for d in a.dims if d not in b.dims and d != red and not d.is_batch],
