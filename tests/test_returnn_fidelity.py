@@ -153,6 +153,19 @@ def test_comparison_sees_changed_numbers_and_ignores_padding():
     assert "numbers" in compare.compare_case(record)
 
 
+def test_list_check_sees_new_and_vanished_differences():
+    """A difference not listed is new; a listed one that no longer occurs is gone: both fail the check."""
+    listed_name, listed = next(iter(KNOWN.items()))
+    aspect = next(iter(listed))
+    diffs = {name: dict(aspects) for name, aspects in KNOWN.items()}
+    assert _mismatches(diffs, set(compare.ASPECTS)) == ([], [])
+    del diffs[listed_name][aspect]
+    diffs["linear/dense"] = {"template": "made up"}
+    new, gone = _mismatches(diffs, set(compare.ASPECTS))
+    assert [n.split(" [")[0] for n in new] == ["linear/dense"]
+    assert [g.split(" [")[0] for g in gone] == [listed_name]
+
+
 def test_refusal_is_compared():
     record = next(copy.deepcopy(r) for r in RECORDS if r["name"] == "linear/dense")
     record["error"] = "AssertionError: made up"
