@@ -1,8 +1,9 @@
 """Deterministic inputs and parameter values for the numeric cases of the RETURNN corpus.
 
-Pure NumPy, imported both by `tools/record_returnn_templates.py` (in the scratch RETURNN venv) and by
-`tests/test_returnn_fidelity.py`, so that RETURNN and netcompiler see bit-identical inputs and parameters.
-A value depends only on a name and a shape (no global random state).
+Pure NumPy, used by `tools/record_returnn_templates.py` (in the scratch RETURNN venv), which writes the values
+it fed into the fixture: `tests/test_returnn_fidelity.py` feeds netcompiler those recorded values, so both see
+bit-identical inputs and parameters. A value depends only on a name and a shape (no global random state), so
+re-recording gives the same fixture.
 """
 
 from __future__ import annotations
