@@ -454,3 +454,31 @@ def test_forward_step_sees_the_values_trained_through_the_dict():
     expected = h @ p["layer2.weight"] + p["layer2.bias"]
     valid = np.arange(inputs["data"].shape[1])[None, :] < LENGTHS[:, None]
     np.testing.assert_allclose(np.asarray(out.raw)[valid], expected[valid], rtol=1e-5, atol=1e-4)
+
+
+def test_an_op_that_makes_a_new_dynamic_dim_each_call():
+    """rf.pack_padded without out_dim makes a new packed dim in every call: at emission the generic layer takes
+    the recorded one in its place (with this run's size), so the layers after it and the loss see their
+    template's dims."""
+    time_dim, in_dim, out_dim = Dim(None, name="time"), Dim(3, name="in"), Dim(2, name="out")
+
+    class Model(rf.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = rf.Linear(in_dim, out_dim)
+
+    def train_step(*, model, extern_data, **_kwargs):
+        logits = model.proj(extern_data["data"])
+        ce = rf.cross_entropy(estimated=logits, estimated_type="logits", target=extern_data["classes"],
+                              axis=out_dim)
+        packed, _ = rf.pack_padded(ce, dims=[batch_dim, time_dim])
+        (packed * 2.0).mark_as_loss(name="packed")
+
+    model = LayerDictModel(_config(Model, train_step, time_dim, in_dim, out_dim))
+    (packed_layer,) = [n for n, op in model.layer_dict.ops.items() if op.op_name == "pack_padded"]
+    assert model.layer_dict.ops[packed_layer].output_path == (0,)
+    inputs, lengths = _batch(3, 2)
+    via_dict, _ = model.step_losses(inputs, lengths, training=False)
+    direct, _ = model.frontend.step_losses(inputs, lengths, training=False)
+    np.testing.assert_allclose(float(via_dict[0].loss_sum), float(direct[0].loss_sum), rtol=1e-5)
+    assert float(via_dict[0].num_frames) == float(direct[0].num_frames) == LENGTHS.sum()
