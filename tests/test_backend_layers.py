@@ -482,3 +482,22 @@ def test_an_op_that_makes_a_new_dynamic_dim_each_call():
     direct, _ = model.frontend.step_losses(inputs, lengths, training=False)
     np.testing.assert_allclose(float(via_dict[0].loss_sum), float(direct[0].loss_sum), rtol=1e-5)
     assert float(via_dict[0].num_frames) == float(direct[0].num_frames) == LENGTHS.sum()
+
+
+def test_a_value_relabelled_with_other_dims_outside_the_ops_is_refused():
+    time_dim, in_dim, out_dim = Dim(None, name="time"), Dim(3, name="in"), Dim(2, name="out")
+    other = Dim(3, name="other")
+
+    class Model(rf.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = rf.Linear(other, out_dim)
+
+    def train_step(*, model, extern_data, **_kwargs):
+        x = rf.tanh(extern_data["data"])
+        relabelled = rf.Tensor(x.data.copy_replace_dim(in_dim, other), x.raw)  # not rf.replace_dim: no op
+        rf.reduce_sum(model.proj(relabelled), axis=out_dim).mark_as_loss(name="loss")
+
+    with pytest.raises(LayerDictUnsupported, match=r"is the value of layer 'tanh' .* with other dims") as info:
+        LayerDictModel(_config(Model, train_step, time_dim, in_dim, out_dim))
+    assert "rf.replace_dim" in str(info.value)

@@ -85,7 +85,7 @@ class OpRecorder:
     ops: Dict[str, RecordedOp] = field(default_factory=dict)
     used_params: Dict[str, RecordedParam] = field(default_factory=dict)
     _by_tensor: Dict[int, Tuple[Tensor, str]] = field(default_factory=dict)
-    _by_raw: Dict[int, Tuple[Any, str, Data]] = field(default_factory=dict)
+    _by_raw: Dict[int, List[Tuple[Any, str, Data]]] = field(default_factory=dict)
     _counts: Dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self):
@@ -131,10 +131,11 @@ class OpRecorder:
             return entry[1]
         raw = tensor.raw
         known = self._by_raw.get(id(raw))
-        if known is not None:
-            _, name, data = known
-            if data.dims == tensor.dims and data.dtype == tensor.dtype and data.sparse_dim == tensor.sparse_dim:
-                return name  # the same value with other roles (Tensor.copy(feature_dim=...))
+        if known:
+            for _, name, data in known:  # the same value with other roles (Tensor.copy(feature_dim=...))
+                if data.dims == tensor.dims and data.dtype == tensor.dtype and data.sparse_dim == tensor.sparse_dim:
+                    return name
+            _, name, data = known[0]
             raise LayerDictUnsupported(
                 f"{what} {tensor.data.describe()} is the value of layer '{name}' {data.describe()} with other dims "
                 f"(made with Tensor.copy/with_data, not with an op)", subject="the model's train_step",
@@ -178,7 +179,7 @@ class OpRecorder:
     def _remember(self, tensor: Tensor, name: str) -> None:
         self._by_tensor[id(tensor)] = (tensor, name)
         if tensor.raw is not None:
-            self._by_raw.setdefault(id(tensor.raw), (tensor.raw, name, tensor.data))
+            self._by_raw.setdefault(id(tensor.raw), []).append((tensor.raw, name, tensor.data))
 
     def _new_name(self, base: str) -> str:
         count = self._counts.get(base, 0)
