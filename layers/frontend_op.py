@@ -8,7 +8,7 @@ from netcompiler.backends.layers.recorder import pick, substitute_inputs
 from netcompiler.layer_base import NONE_TYPE, LayerBase, Option
 from netcompiler.tensor import Data, Tensor
 
-from .losses import COMMON_LOSS_OPTIONS, CheckedLoss
+from .losses import AsIsLoss
 
 
 class FrontendOpLayer(LayerBase):
@@ -71,17 +71,12 @@ def adopt_recorded_dims(y: Tensor, template: Data, run) -> Tensor:
     return Tensor(y.data.copy(dims=tuple(dims), feature_dim=None, time_dim=None), y.raw)
 
 
-class FrontendMarkedLoss(CheckedLoss):
+class FrontendMarkedLoss(AsIsLoss):
     """A loss the model marked (`mark_as_loss`): the layer's value summed over its valid frames (the padded
-    frames of its dynamic dims do not count), normalised by their number; a scalar is one frame. The output must
-    be float."""
+    frames of its dynamic dims do not count), normalised by their number, as the model run directly sums it
+    (unlike `as_is`, every dim counts as a frame dim, and a scalar is one frame). The output must be float."""
 
     loss_class = "frontend_marked"
-    need_target = False
-    options = dict(COMMON_LOSS_OPTIONS)
-
-    def check_templates(self, out, target):
-        self.check_float_output(out)
 
     def sums(self, ctx, output, target):
         if not output.dims:

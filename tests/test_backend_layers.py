@@ -24,7 +24,16 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LENGTHS = np.array([7, 3, 5], dtype="int32")
 
 
+class Projection(rf.Module):
+    """The model of most tests here: one rf.Linear `proj`."""
+
+    def __init__(self, in_dim: Dim, out_dim: Dim):
+        super().__init__()
+        self.proj = rf.Linear(in_dim, out_dim)
+
+
 def _config(model_cls, train_step, time_dim, in_dim, out_dim) -> Config:
+    """A frontend config over data [B, T, in] and classes [B, T] (sparse over out); `model_cls()` is the model."""
     return Config({
         "extern_data": {"data": {"dims": (batch_dim, time_dim, in_dim), "dtype": "float32"},
                         "classes": {"dims": (batch_dim, time_dim), "sparse_dim": out_dim, "dtype": "int32"}},
@@ -47,6 +56,18 @@ def _batch(in_size: int, out_size: int, seed: int = 0):
 
 
 # --- the models -------------------------------------------------------------------------------------------
+def _ce_step(out_dim: Dim):
+    """A train_step marking the cross entropy of the model's logits against the classes as "ce"."""
+
+    def train_step(*, model, extern_data, **_kwargs):
+        logits = model(extern_data["data"])
+        loss = rf.cross_entropy(estimated=logits, estimated_type="logits", target=extern_data["classes"],
+                                axis=out_dim)
+        loss.mark_as_loss(name="ce")
+
+    return train_step
+
+
 def demo_config():
     """RETURNN's demo-rf model: a Linear stack with relu, cross entropy on logits."""
     time_dim, in_dim, out_dim = Dim(None, name="time"), Dim(9, name="in"), Dim(2, name="out")
@@ -60,13 +81,7 @@ def demo_config():
         def __call__(self, x):
             return self.layer2(rf.relu(self.layer1(x)))
 
-    def train_step(*, model, extern_data, **_kwargs):
-        logits = model(extern_data["data"])
-        loss = rf.cross_entropy(estimated=logits, estimated_type="logits", target=extern_data["classes"],
-                                axis=out_dim)
-        loss.mark_as_loss(name="ce")
-
-    return _config(Model, train_step, time_dim, in_dim, out_dim), 9, 2
+    return _config(Model, _ce_step(out_dim), time_dim, in_dim, out_dim), 9, 2
 
 
 def op_mix_config():
@@ -124,23 +139,12 @@ def modules_config():
         def __call__(self, x):
             return self.out(rf.relu(self.drop(self.norm(self.inp(x)))))
 
-    def train_step(*, model, extern_data, **_kwargs):
-        logits = model(extern_data["data"])
-        loss = rf.cross_entropy(estimated=logits, estimated_type="logits", target=extern_data["classes"],
-                                axis=out_dim)
-        loss.mark_as_loss(name="ce")
-
-    return _config(Model, train_step, time_dim, in_dim, out_dim), 5, 3
+    return _config(Model, _ce_step(out_dim), time_dim, in_dim, out_dim), 5, 3
 
 
 def sizes_config():
     """Model code reading the sequence lengths (`time_dim.dyn_size_ext`): ce per sequence over its length."""
     time_dim, in_dim, out_dim = Dim(None, name="time"), Dim(3, name="in"), Dim(4, name="out")
-
-    class Model(rf.Module):
-        def __init__(self):
-            super().__init__()
-            self.proj = rf.Linear(in_dim, out_dim)
 
     def train_step(*, model, extern_data, **_kwargs):
         logits = model.proj(extern_data["data"])
@@ -149,7 +153,7 @@ def sizes_config():
         lengths = rf.cast(time_dim.dyn_size_ext, "float32")
         (rf.reduce_sum(ce, axis=time_dim) / lengths).mark_as_loss(name="per_seq")
 
-    return _config(Model, train_step, time_dim, in_dim, out_dim), 3, 4
+    return _config(lambda: Projection(in_dim, out_dim), train_step, time_dim, in_dim, out_dim), 3, 4
 
 
 CONFIGS = {"demo": demo_config, "op_mix": op_mix_config, "modules": modules_config, "sizes": sizes_config}
@@ -273,11 +277,6 @@ def test_dot_where_both_inputs_have_the_batch():
     time_dim, in_dim, out_dim = Dim(None, name="time"), Dim(4, name="in"), Dim(2, name="out")
     key_dim = Dim(3, name="keys")
 
-    class Model(rf.Module):
-        def __init__(self):
-            super().__init__()
-            self.proj = rf.Linear(in_dim, out_dim)
-
     def train_step(*, model, extern_data, **_kwargs):
         x = extern_data["data"]
         keys = rf.expand_dim(rf.reduce_mean(x, axis=time_dim), key_dim) * rf.range_over_dim(key_dim, dtype="float32")
@@ -288,7 +287,7 @@ def test_dot_where_both_inputs_have_the_batch():
         rf.cross_entropy(estimated=logits, estimated_type="logits", target=extern_data["classes"],
                          axis=out_dim).mark_as_loss(name="ce")
 
-    config = _config(Model, train_step, time_dim, in_dim, out_dim)
+    config = _config(lambda: Projection(in_dim, out_dim), train_step, time_dim, in_dim, out_dim)
     model = LayerDictModel(config)
     net = model.layer_dict.net_dict
     assert net["matmul"]["class"] == "dot" and net["matmul_1"]["class"] == "dot", model.layer_dict.fallbacks
@@ -350,17 +349,12 @@ def test_checkpoint_of_the_direct_model_loads_into_the_dict_path(tmp_path):
 def _loop_config() -> Config:
     time_dim, in_dim, out_dim = Dim(None, name="time"), Dim(3, name="in"), Dim(2, name="out")
 
-    class Model(rf.Module):
-        def __init__(self):
-            super().__init__()
-            self.proj = rf.Linear(in_dim, out_dim)
-
     def train_step(*, model, extern_data, **_kwargs):
         x = model.proj(extern_data["data"])
         _, _, last = rf.while_loop(lambda s: rf.reduce_max(s, axis=s.dims) < 0.0, lambda s: s * 2.0, x)
         rf.reduce_sum(last, axis=out_dim).mark_as_loss(name="loss")
 
-    return _config(Model, train_step, time_dim, in_dim, out_dim)
+    return _config(lambda: Projection(in_dim, out_dim), train_step, time_dim, in_dim, out_dim)
 
 
 def test_a_loop_is_refused_with_a_clear_error():
@@ -371,18 +365,13 @@ def test_a_loop_is_refused_with_a_clear_error():
 def test_a_tensor_from_a_raw_value_is_refused():
     time_dim, in_dim, out_dim = Dim(None, name="time"), Dim(3, name="in"), Dim(2, name="out")
 
-    class Model(rf.Module):
-        def __init__(self):
-            super().__init__()
-            self.proj = rf.Linear(in_dim, out_dim)
-
     def train_step(*, model, extern_data, **_kwargs):
         x = extern_data["data"]
         doubled = rf.Tensor(x.data, x.raw_tensor * 2.0)  # framework code: no op the recorder sees
         rf.reduce_sum(model.proj(doubled), axis=out_dim).mark_as_loss(name="loss")
 
     with pytest.raises(LayerDictUnsupported, match="was not made by a frontend op"):
-        LayerDictModel(_config(Model, train_step, time_dim, in_dim, out_dim))
+        LayerDictModel(_config(lambda: Projection(in_dim, out_dim), train_step, time_dim, in_dim, out_dim))
 
 
 def test_recording_leaves_ops_unrecorded_afterwards():
@@ -462,11 +451,6 @@ def test_an_op_that_makes_a_new_dynamic_dim_each_call():
     template's dims."""
     time_dim, in_dim, out_dim = Dim(None, name="time"), Dim(3, name="in"), Dim(2, name="out")
 
-    class Model(rf.Module):
-        def __init__(self):
-            super().__init__()
-            self.proj = rf.Linear(in_dim, out_dim)
-
     def train_step(*, model, extern_data, **_kwargs):
         logits = model.proj(extern_data["data"])
         ce = rf.cross_entropy(estimated=logits, estimated_type="logits", target=extern_data["classes"],
@@ -474,7 +458,7 @@ def test_an_op_that_makes_a_new_dynamic_dim_each_call():
         packed, _ = rf.pack_padded(ce, dims=[batch_dim, time_dim])
         (packed * 2.0).mark_as_loss(name="packed")
 
-    model = LayerDictModel(_config(Model, train_step, time_dim, in_dim, out_dim))
+    model = LayerDictModel(_config(lambda: Projection(in_dim, out_dim), train_step, time_dim, in_dim, out_dim))
     (packed_layer,) = [n for n, op in model.layer_dict.ops.items() if op.op_name == "pack_padded"]
     assert model.layer_dict.ops[packed_layer].output_path == (0,)
     inputs, lengths = _batch(3, 2)
@@ -488,16 +472,11 @@ def test_a_value_relabelled_with_other_dims_outside_the_ops_is_refused():
     time_dim, in_dim, out_dim = Dim(None, name="time"), Dim(3, name="in"), Dim(2, name="out")
     other = Dim(3, name="other")
 
-    class Model(rf.Module):
-        def __init__(self):
-            super().__init__()
-            self.proj = rf.Linear(other, out_dim)
-
     def train_step(*, model, extern_data, **_kwargs):
         x = rf.tanh(extern_data["data"])
         relabelled = rf.Tensor(x.data.copy_replace_dim(in_dim, other), x.raw)  # not rf.replace_dim: no op
         rf.reduce_sum(model.proj(relabelled), axis=out_dim).mark_as_loss(name="loss")
 
     with pytest.raises(LayerDictUnsupported, match=r"is the value of layer 'tanh' .* with other dims") as info:
-        LayerDictModel(_config(Model, train_step, time_dim, in_dim, out_dim))
+        LayerDictModel(_config(lambda: Projection(other, out_dim), train_step, time_dim, in_dim, out_dim))
     assert "rf.replace_dim" in str(info.value)

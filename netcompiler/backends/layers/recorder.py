@@ -200,16 +200,21 @@ def _tensor_leaves(value: Any, path: Tuple[int, ...]):
             yield from _tensor_leaves(value[key], path + (key,))
 
 
-def _map_tensors(value: Any, fn: Callable[[Tensor], Any]) -> Any:
-    """`value` with every Tensor replaced by fn(Tensor) (lists, tuples and dicts are rebuilt)."""
-    if isinstance(value, Tensor):
+def _map_nest(value: Any, is_leaf: Callable[[Any], bool], fn: Callable[[Any], Any]) -> Any:
+    """`value` with every leaf (`is_leaf`) replaced by fn(leaf); lists, tuples (named too) and dicts are rebuilt."""
+    if is_leaf(value):
         return fn(value)
     if isinstance(value, (list, tuple)):
-        items = [_map_tensors(item, fn) for item in value]
+        items = [_map_nest(item, is_leaf, fn) for item in value]
         return type(value)(items) if not hasattr(value, "_fields") else type(value)(*items)
     if isinstance(value, dict):
-        return {key: _map_tensors(item, fn) for key, item in value.items()}
+        return {key: _map_nest(item, is_leaf, fn) for key, item in value.items()}
     return value
+
+
+def _map_tensors(value: Any, fn: Callable[[Tensor], Any]) -> Any:
+    """`value` with every Tensor replaced by fn(Tensor)."""
+    return _map_nest(value, lambda v: isinstance(v, Tensor), fn)
 
 
 def pick(value: Any, path: Tuple[Any, ...]) -> Any:
@@ -221,11 +226,4 @@ def pick(value: Any, path: Tuple[Any, ...]) -> Any:
 
 def substitute_inputs(value: Any, inputs: List[Tensor]) -> Any:
     """Recorded arguments with each `InputRef` replaced by the input Tensor it stands for."""
-    if isinstance(value, InputRef):
-        return inputs[value.index]
-    if isinstance(value, (list, tuple)):
-        items = [substitute_inputs(item, inputs) for item in value]
-        return type(value)(items) if not hasattr(value, "_fields") else type(value)(*items)
-    if isinstance(value, dict):
-        return {key: substitute_inputs(item, inputs) for key, item in value.items()}
-    return value
+    return _map_nest(value, lambda v: isinstance(v, InputRef), lambda ref: inputs[ref.index])
