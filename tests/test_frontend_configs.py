@@ -86,7 +86,12 @@ def test_dyn_size_ext_is_the_runs_sizes():
         other = Dim(None, name="other")  # not known yet: an empty sizes Tensor that model code fills
         other.dyn_size_ext.raw_tensor = time_dim.dyn_size_ext.raw_tensor
         assert run.size(other).raw.tolist() == [3, 1]
+        third = Dim(None, name="third")  # RETURNN's other form: assigning the sizes Tensor itself
+        third.dyn_size_ext = np.array([2, 2], dtype="int32")
+        assert run.size(third).raw.tolist() == [2, 2]
         assert in_dim.dyn_size_ext is None
+    with pytest.raises(RuntimeError, match="inside a run"):
+        time_dim.dyn_size_ext = np.array([1], dtype="int32")
 
 
 # --- a small model on the op layer (parameters from rf.create_parameter) --------------------------------
