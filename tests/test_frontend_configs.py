@@ -410,8 +410,14 @@ def test_demo_rf_one_epoch_on_both_backends(tmp_path):
         assert 0.0 < results[backend]["dev ce"] < 0.7
     for key in ("train ce", "dev ce"):
         assert results["torch"][key] == pytest.approx(results["tensorflow"][key], abs=2e-3)
-    again = _compile_net(DEMO_RF, tmp_path / "tensorflow", "++num_epochs", 2, "++backend", "tensorflow")
-    assert any(line.startswith("resuming after epoch 1") for line in again) and set(_epoch_scores(again)) == {2}
+    for backend in BACKENDS:  # the rf.Module's parameters ("layer1.weight") restored from each backend's files
+        again = _compile_net(DEMO_RF, tmp_path / backend, "++num_epochs", 2, "++backend", backend)
+        assert any(line.startswith("resuming after epoch 1") for line in again)
+        straight = _compile_net(DEMO_RF, tmp_path / f"straight-{backend}", "++num_epochs", 2, "++backend", backend)
+        resumed, uninterrupted = _epoch_scores(again), _epoch_scores(straight)
+        assert set(resumed) == {2}
+        for key in ("train ce", "dev ce"):  # epoch 2 continues from the restored values, not from new ones
+            assert resumed[2][key] == pytest.approx(uninterrupted[2][key], abs=1e-3)
 
 
 def _context_free_optimum():
