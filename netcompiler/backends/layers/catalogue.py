@@ -19,6 +19,8 @@ ACTIVATION_OPS = frozenset({
 })
 """Frontend ops of one Tensor that the `activation` layer applies by the same name."""
 COMBINE_KINDS = frozenset({"add", "sub", "mul", "truediv", "maximum", "minimum", "squared_difference"})
+EVAL_OPERATORS = {"add": "+", "sub": "-", "mul": "*", "truediv": "/"}
+"""Combine kinds that an `eval` layer writes as a Python operator when one side is a number."""
 REDUCE_OPS = {"reduce_sum": "sum", "reduce_mean": "mean", "reduce_max": "max", "reduce_min": "min",
               "reduce_argmax": "argmax"}
 COMPARE_KINDS = frozenset({"equal", "not_equal", "less", "less_equal", "greater", "greater_equal"})
@@ -35,6 +37,20 @@ def _bound(op: RecordedOp) -> Optional[Dict[str, Any]]:
 
 def _is_input(value: Any, index: int) -> bool:
     return isinstance(value, InputRef) and value.index == index
+
+
+def _number_expression(a: Any, operator: str, b: Any) -> Optional[str]:
+    """"source(0) * 2.0" for an input and a float (either side), else None (an int or bool number keeps the
+    input's integer dtype in the op, which `eval` would not promise)."""
+    sides = []
+    for side in (a, b):
+        if _is_input(side, 0):
+            sides.append("source(0)")
+        elif isinstance(side, float):
+            sides.append(repr(side))
+        else:
+            return None
+    return f"{sides[0]} {operator} {sides[1]}" if "source(0)" in sides and len(set(sides)) == 2 else None
 
 
 def _same_batch_dims(a, b) -> bool:
@@ -58,6 +74,11 @@ def catalogue_entry(op: RecordedOp) -> Optional[Dict[str, Any]]:
     if name == "combine" and len(op.inputs) == 2 and _is_input(args.get("a"), 0) and _is_input(args.get("b"), 1) \
             and args.get("kind") in COMBINE_KINDS and args.get("dim_order") is None:
         return {"class": "combine", "kind": args["kind"], "from": op.inputs}
+    if name == "combine" and len(op.inputs) == 1 and args.get("kind") in EVAL_OPERATORS \
+            and args.get("dim_order") is None:
+        expression = _number_expression(args["a"], EVAL_OPERATORS[args["kind"]], args["b"])
+        if expression is not None:
+            return {"class": "eval", "eval": expression, "from": op.inputs}
     if name == "compare" and len(op.inputs) == 2 and _is_input(args.get("a"), 0) and _is_input(args.get("b"), 1) \
             and args.get("kind") in COMPARE_KINDS and args.get("dim_order") is None:
         return {"class": "compare", "kind": args["kind"], "from": op.inputs}
