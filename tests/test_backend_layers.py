@@ -258,7 +258,8 @@ def test_op_mix_catalogue_layers():
     assert net["cast"]["class"] == "cast" and net["reduce_argmax"]["class"] == "reduce"
     assert net["log_softmax"] == {"class": "activation", "activation": "log_softmax", "from": ["combine_6"]}
     assert net["softmax"]["class"] == "softmax_over_spatial" and not net["softmax"]["log_space"]
-    assert model.layer_dict.generic == {"dropout", "proj.matmul", "cross_entropy", "neg"}
+    assert model.layer_dict.generic == {"dropout", "proj.matmul", "cross_entropy"}
+    assert net["neg"] == {"class": "activation", "activation": "negative", "from": ["reduce_mean_2"]}
     assert net["combine_2"] == {"class": "eval", "eval": "source(0) + 1e-05", "from": ["reduce_mean_1"]}
     assert net["fer"]["loss"] == "frontend_marked" and model.layer_dict.losses["fer"].as_error
     # the unused parameter is no layer, but stays a parameter of the model (checkpoints hold it)

@@ -69,6 +69,8 @@ def catalogue_entry(op: RecordedOp) -> Optional[Dict[str, Any]]:
     name = op.op_name
     if name in ACTIVATION_OPS and len(op.inputs) == 1 and _is_input(args.get("x"), 0):
         return {"class": "activation", "activation": name, "from": op.inputs}
+    if name == "neg" and len(op.inputs) == 1 and _is_input(args.get("x"), 0):
+        return {"class": "activation", "activation": "negative", "from": op.inputs}
     if name == "activation" and len(op.inputs) == 1 and args.get("func") in ACTIVATION_OPS:
         return {"class": "activation", "activation": args["func"], "from": op.inputs}
     if name == "combine" and len(op.inputs) == 2 and _is_input(args.get("a"), 0) and _is_input(args.get("b"), 1) \
