@@ -66,6 +66,7 @@ NO_EFFECT_KEYS: Dict[str, str] = {
     "the current epoch",
     "search_train_network_layers": "the trained network is the one built for training",
     "calculate_exp_loss": "the exp scores (perplexities) are not reported; training is unchanged",
+    "torch_dataloader_opts": "batches are made in the training process; results are the same",
 }
 
 
@@ -110,6 +111,22 @@ REFUSED_KEYS: Dict[str, RefusedKey] = {
                                        "the loss)"),
     "accum_grad_multiple_step_sorted": RefusedKey("batches are not sorted for gradient accumulation",
                                                   "remove it"),
+    "dynamic_learning_rate": RefusedKey("a learning rate changed per step is not implemented",
+                                        "use 'learning_rates' (a rate per epoch) or learning_rate_control"),
+    "load_epoch": RefusedKey("choosing the checkpoint by epoch is not implemented",
+                             "give the checkpoint's path with 'load' (e.g. load = 'out/model.003')"),
+    "preload_from_files": RefusedKey("loading parameters of some layers from other checkpoints is not "
+                                     "implemented", "use import_model_train_epoch1 for a whole checkpoint",
+                                     inert=(None, False, {})),
+    "load_ignore_missing_vars": RefusedKey("restoring is strict: every parameter must be in the checkpoint",
+                                           "remove it"),
+    "reset_updater_vars_mod_step": RefusedKey("the optimizer's state is never reset", "remove it",
+                                              inert=(None, False, 0)),
+    "grad_noise_rel_grad_norm": RefusedKey("gradient noise relative to the gradient norm is not implemented",
+                                           "use 'gradient_noise' (a fixed stddev)", inert=(None, False, 0, 0.0)),
+    "use_horovod": RefusedKey("distributed training is not implemented", "train on one process"),
+    "torch_distributed": RefusedKey("distributed training is not implemented", "train on one process"),
+    "torch_amp": RefusedKey("mixed-precision training is not implemented", "remove it (training is float32)"),
 }
 
 KEY_KINDS: Dict[str, str] = {**{key: USED for key in USED_KEYS}, **{key: NO_EFFECT for key in NO_EFFECT_KEYS},
