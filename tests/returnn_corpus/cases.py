@@ -801,8 +801,29 @@ def _issue_items():
            numeric=True)
 
 
+def _behavior_versions():
+    """Defaults that RETURNN changes by behavior_version, each on both sides of the version that changes it."""
+    for bv in (20, 21):
+        single(f"pad/T_bv{bv}", {"class": "pad", "axes": "T", "padding": [1, 2]}, "dense", bv=bv, numeric=True)
+    for bv in (11, 12):
+        single(f"batch_norm/bv{bv}", {"class": "batch_norm", "masked_time": True}, "dense", bv=bv, numeric=True)
+    for bv in (5, 6):
+        single(f"merge_dims/FT_order_bv{bv}", {"class": "merge_dims", "axes": ["F", "T"]}, "t43", bv=bv)
+        single(f"merge_dims/keep_order_default_bv{bv}", {"class": "merge_dims", "axes": ["dim:4", "F"]}, "t43",
+               bv=bv, numeric=True)
+    for bv in (17, 18):
+        single(f"split_dims/F_bv{bv}", {"class": "split_dims", "axis": "F", "dims": [2, 3]}, "feat6", bv=bv)
+        single(f"merge_dims/TF_bv{bv}", {"class": "merge_dims", "axes": ["T", "F"]}, "dense", bv=bv)
+    single("dot/no_var_bv3", {"class": "dot", "from": ["q", "k"], "red1": "F", "red2": "F"}, bv=3,
+           extra={"k": {"class": "linear", "n_out": 4, "from": "data"},
+                  "q": {"class": "linear", "n_out": 4, "from": "data"}})
+    for bv in (9, 10):
+        single(f"conv/1d/bias_default_bv{bv}", {"class": "conv", "filter_size": [3], "padding": "same",
+                                                "n_out": 4}, bv=bv, numeric=True)
+
+
 _GROUPS = [_sources, _activations, _linear, _elementwise, _constants, _conv_pool, _reduce, _shape_ops, _ranges,
-           _norms, _attention, _rec, _losses, _missing_classes, _more, _issue_items, _errors]
+           _norms, _attention, _rec, _losses, _missing_classes, _more, _issue_items, _behavior_versions, _errors]
 
 
 def all_cases() -> List[Dict[str, Any]]:

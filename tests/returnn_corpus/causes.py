@@ -93,7 +93,13 @@ CAUSES: List[Cause] = [
           _case(r"^name_scope/")),
     Cause("merged-axis-roles",
           "merge_dims of T and F: the merged axis is the feature axis only (no time axis left)",
-          "the merged axis is both time and feature axis", _case(r"^merge_dims/dyn_TF$", r"^int_axis/merge12/dense$")),
+          "the merged axis is both time and feature axis",
+          lambda n, a, t: a == "axis_order" and n.startswith(("merge_dims/", "int_axis/merge"))
+          and bool(re.search(r"b/t/f=\(\d, (\d), \1\) vs RETURNN", t))),
+    Cause("dot-default-var-axes",
+          "dot without var1/var2 (behavior_version < 3): the var axes are all axes not reduced and not shared",
+          "takes an axis named by red2 as var2 too, and refuses",
+          _text({"build"}, r"is named by both 'red2' and 'var2'")),
     Cause("int-axis-counting",
           "reduce counts an int axis in the batch-major layout (axis 0 of a time-major [T, B, F] is B, axis 1 "
           "is T) and returns batch-major; slice counts the actual layout (axis 1 of [T, B, F] is B)",
@@ -147,8 +153,9 @@ CAUSES: List[Cause] = [
           "'nativelstm2', unmask outside a loop",
           "builds it", _text({"build"}, r"RETURNN refuses")),
     Cause("padding-read",
-          "reads the padded frames: max/avg pool, window and pad at sequence ends, reverse cumsum, reduce "
-          "over B, norm over T see the garbage beyond each length",
+          "reads the padded frames: max/avg pool, window and pad at sequence ends (pad: below "
+          "behavior_version 21 only, pad/T_bv21 agrees), reverse cumsum, reduce over B, norm over T see the "
+          "garbage beyond each length (norm/T checked: RETURNN's values are mean/var over all padded frames)",
           "masks them (values beyond the lengths do not enter)",
           lambda n, a, t: a == "numbers" and bool(re.match(r"(pool|window|pad|cumsum/reverse|reduce/sum/B|norm/T)", n))
           and "differ" in t),
