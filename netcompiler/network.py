@@ -470,11 +470,11 @@ INPUT_KEYS = ("extern_data", "num_inputs", "num_outputs")
 """The config keys that define the network's inputs (checked by `check_integers`)."""
 
 
-def check_integers(net_dict: Any, inputs: Dict[str, Any]) -> None:
+def check_integers(net_dict: Any, inputs: Dict[str, Any], config: Optional[Config] = None) -> None:
     """Integers anywhere in the network dict or the input settings (`inputs`: INPUT_KEYS -> value) must fit
     int64, as emission holds them (and Python cannot even print one of more than 4300 digits in a message): an
     InvalidOptionError naming the layer and option (or the setting). Checked first, iteratively, over nested
-    networks too."""
+    networks too; layer names are checked on the way (`check_layer_name`), located in `config`'s file."""
     for key, value in inputs.items():
         found = beyond_int64_at(value)
         if found is not None:
@@ -497,7 +497,11 @@ def check_integers(net_dict: Any, inputs: Dict[str, Any]) -> None:
                                          f"{'name' if isinstance(d, dict) or found[0] == (0,) else 'entry'}",
                                          subject=f"network {prefix.rstrip('/')}".strip(),
                                          suggestion="a layer is 'name': {'class': ..., ...}")
-            check_layer_name(name, prefix.rstrip("/"))  # it names the layer in the messages below
+            try:
+                check_layer_name(name, prefix.rstrip("/"))  # it names the layer in the messages below
+            except ConfigError as exc:
+                raise exc.with_context(location=config.layer_location(f"{prefix}{name}")
+                                       if config is not None and config.path else None)
             if not isinstance(d, dict):
                 continue
             found = beyond_int64_at(list(d))
@@ -530,7 +534,7 @@ def build_network(config: Config, extern_data: Optional[Dict[str, Data]] = None,
     """Builds the config's network (templates only, no TensorFlow); `search`: for beam search."""
     try:
         check_integers(config.values.get("network"),
-                       {key: config.values.get(key) for key in INPUT_KEYS} if extern_data is None else {})
+                       {key: config.values.get(key) for key in INPUT_KEYS} if extern_data is None else {}, config)
     except ConfigError as exc:
         raise exc.with_context(location=config.layer_location(exc.layer) if exc.layer and config.path else None)
     try:
