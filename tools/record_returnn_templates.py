@@ -118,8 +118,6 @@ def _error_text(exc: BaseException) -> str:
 
 def _feed_inputs(net, fixed) -> (Dict[Any, Any], Dict[str, Any]):
     """A feed dict with fixed values for every extern data key, and their record."""
-    import numpy as np
-
     feed, record = {}, {}
     lengths = fixed.lengths_for()
     for key, data in net.extern_data.data.items():
