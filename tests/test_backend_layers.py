@@ -413,7 +413,8 @@ def test_dump_net_shows_the_layer_dict_of_the_demo(capsys):
             if line and not line.startswith(" ") and len(line.split()) > 2}
     assert rows["layer1.weight"] == "variable" and rows["relu"] == "activation"
     assert rows["layer1.combine"] == "combine" and rows["layer1.matmul"] == "frontend_op" and rows["ce"] == "copy"
-    assert "layer1.matmul runs rf.matmul" in text and "loss frontend_marked" in text
+    assert "layer1.matmul = rf.matmul(data, layer1.weight, reduce='in'(9))" in text
+    assert "loss frontend_marked" in text
     assert dump_net_main(["--json", config]) == 0
     records = json.loads(capsys.readouterr().out.split("\n", 1)[1])  # after the config's own print line
     by_name = {r["name"]: r for r in (records if isinstance(records, list) else records["layers"])}

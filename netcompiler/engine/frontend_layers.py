@@ -148,6 +148,6 @@ def format_layer_dict(model: LayerDictModel, formatter) -> str:
         for name in sorted(model.layer_dict.generic & set(model.network.layers)):
             op = model.layer_dict.ops[name]
             why = model.layer_dict.fallbacks.get(name)
-            lines.append(f"  {name} runs rf.{op.op_name}" + (f" (no catalogue layer: {why})" if why else ""))
+            lines.append(f"  {name} = {op.call_text()}" + (f"  (no catalogue layer: {why})" if why else ""))
         text = "\n".join(lines)
     return text

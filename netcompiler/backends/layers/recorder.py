@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ...errors import ConfigError
-from ...tensor import Data, Tensor
+from ...tensor import Data, Dim, Tensor
 
 UNSUPPORTED_OPS = frozenset({
     "while_loop", "scan", "cond", "map_tensors", "step_frame", "step_frames", "step_stack", "step_stack_stack",
@@ -53,6 +53,21 @@ class RecordedOp:
     @property
     def op_name(self) -> str:
         return self.op.__name__
+
+    def call_text(self) -> str:
+        """The call as dump-net shows it: `rf.matmul(data, layer1.weight, reduce='in'(9))` (inputs by layer)."""
+        def text(value: Any) -> str:
+            if isinstance(value, InputRef):
+                return self.inputs[value.index]
+            if isinstance(value, Dim):
+                return value.short_repr()
+            if isinstance(value, (list, tuple)):
+                return "[" + ", ".join(text(v) for v in value) + "]"
+            return repr(value)
+
+        parts = [text(a) for a in self.args] + [f"{k}={text(v)}" for k, v in self.kwargs.items()]
+        path = "".join(f"[{i}]" for i in self.output_path)
+        return f"rf.{self.op_name}({', '.join(parts)}){path}"
 
     @property
     def op_path(self) -> str:
