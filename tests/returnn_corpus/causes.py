@@ -83,8 +83,9 @@ CAUSES: List[Cause] = [
           "always a bias, named 'b'",
           lambda n, a, t: n.startswith("conv/") and a in ("params", "param_names", "numbers")),
     Cause("batch-norm-params",
-          "batch_norm variables [1, 1, F] named '<layer>/batch_norm/<layer>_output_output_{beta,gamma,mean,variance}' "
-          "(param_version 2: 'batch_norm/v2_*')",
+          "batch_norm variables below behavior_version 12: [1, 1, F] named "
+          "'<layer>/batch_norm/<layer>_output_output_{beta,gamma,mean,variance}'; from 12 (param_version 2): [F] "
+          "named '<layer>/batch_norm/v2_*'",
           "[F] named '<layer>/{beta,gamma,mean,variance}'",
           lambda n, a, t: n.startswith("batch_norm/") and a in ("params", "param_names", "numbers")),
     Cause("variable-param-name", "a variable layer's parameter is '<layer>/<layer>'", "'<layer>/param'",
