@@ -175,6 +175,19 @@ def test_damaged_checkpoint_is_named_with_the_previous_one(tmp_path):
     assert "dev ce" in run(path, "++load", prefix + ".001.pt", task="eval")
 
 
+def test_import_model_train_epoch1_reads_a_torch_checkpoint(tmp_path):
+    path, prefix = write_config(tmp_path, num_epochs=1)
+    first = epoch_lines(run(path))[0]
+    other = str(tmp_path / "other" / "model")
+    text = run(path, "++model", other, "++import_model_train_epoch1", prefix + ".001", "++num_epochs", "1",
+               "++learning_rate", "0.0")  # no change: epoch 1 of the copy scores what the original's ended with
+    assert f"initialised the parameters from {prefix}.001" in text
+    copied = epoch_lines(text)[0]
+    assert (copied[2], copied[3]) == (first[2], first[3])
+    with pytest.raises(CheckpointError, match="does not exist"):
+        run(path, "++model", other + "2", "++import_model_train_epoch1", prefix + ".009")
+
+
 def test_backend_choice_errors_and_notices(tmp_path, capsys):
     path, prefix = write_config(tmp_path, tf_session_opts={"log_device_placement": False}, num_epochs=1)
     with pytest.raises(ConfigError, match="unknown backend 'torhc'.*did you mean 'torch'"):
