@@ -212,8 +212,9 @@ def test_demo_loss_against_numpy():
     assert float(ce.num_frames) == LENGTHS.sum()
 
 
-def test_dropout_runs_in_training_only():
-    config, in_size, out_size = op_mix_config()
+@pytest.mark.parametrize("name", ["op_mix", "modules"])
+def test_dropout_runs_in_training_only(name):
+    config, in_size, out_size = CONFIGS[name]()
     model = LayerDictModel(config)
     inputs, lengths = _batch(in_size, out_size)
     evals = [float(model.step_losses(inputs, lengths, training=False)[1]) for _ in range(2)]
@@ -258,7 +259,8 @@ def test_op_mix_catalogue_layers():
     assert net["cast"]["class"] == "cast" and net["reduce_argmax"]["class"] == "reduce"
     assert net["log_softmax"] == {"class": "activation", "activation": "log_softmax", "from": ["combine_6"]}
     assert net["softmax"]["class"] == "softmax_over_spatial" and not net["softmax"]["log_space"]
-    assert model.layer_dict.generic == {"dropout", "proj.matmul", "cross_entropy"}
+    assert model.layer_dict.generic == {"proj.matmul", "cross_entropy"}
+    assert net["dropout"] == {"class": "dropout", "dropout": 0.3, "dropout_on_forward": False, "from": ["combine_3"]}
     assert net["neg"] == {"class": "activation", "activation": "negative", "from": ["reduce_mean_2"]}
     assert net["combine_2"] == {"class": "eval", "eval": "source(0) + 1e-05", "from": ["reduce_mean_1"]}
     assert net["fer"]["loss"] == "frontend_marked" and model.layer_dict.losses["fer"].as_error
@@ -307,6 +309,8 @@ def test_an_op_is_one_layer_with_its_inner_ops_inside():
     assert sorted(ops.values()) == ["combine", "combine", "cross_entropy", "dropout", "layer_norm", "matmul",
                                     "matmul", "relu"]
     assert ops["norm.layer_norm"] == "layer_norm" and ops["drop.dropout"] == "dropout"
+    assert net["drop.dropout"] == {"class": "dropout", "dropout": 0.2, "dropout_on_forward": False,
+                                   "from": ["norm.layer_norm"]}
     assert net["norm.layer_norm"]["class"] == "frontend_op"
     assert net["norm.layer_norm"]["from"] == ["inp.combine", "norm.scale", "norm.bias"]
     assert net["norm.scale"]["class"] == "variable"
@@ -482,3 +486,24 @@ def test_a_value_relabelled_with_other_dims_outside_the_ops_is_refused():
     with pytest.raises(LayerDictUnsupported, match=r"is the value of layer 'tanh' .* with other dims") as info:
         LayerDictModel(_config(lambda: Projection(other, out_dim), train_step, time_dim, in_dim, out_dim))
     assert "rf.replace_dim" in str(info.value)
+
+
+def test_dropout_with_a_mask_shared_along_dims():
+    """rf.dropout(x, p, axis=in_dim): the mask varies along in_dim only; the dropout layer gets the other dims in
+    its noise shape, and in training each (sequence, feature) is dropped at every frame or at none."""
+    time_dim, in_dim, out_dim = Dim(None, name="time"), Dim(40, name="in"), Dim(2, name="out")
+
+    def train_step(*, model, extern_data, **_kwargs):
+        dropped = rf.dropout(extern_data["data"], 0.5, axis=in_dim)  # one draw per feature (2^-40: all kept)
+        rf.reduce_sum(model.proj(dropped), axis=out_dim).mark_as_loss(name="loss")
+
+    model = LayerDictModel(_config(lambda: Projection(in_dim, out_dim), train_step, time_dim, in_dim, out_dim))
+    entry = model.layer_dict.net_dict["dropout"]
+    assert entry["class"] == "dropout" and entry["dropout_noise_shape"] == {batch_dim: 1, time_dim: 1}
+    inputs, lengths = _batch(40, 2)
+    inputs["data"] = np.abs(inputs["data"]) + 1.0  # no zeros of its own
+    ctx = model.compiled.forward(inputs, lengths, training=True)
+    kept = np.asarray(ctx.value(model.network.layers["dropout"]).raw) != 0  # [B, T, in]
+    for b, n in enumerate(LENGTHS):
+        assert (kept[b, :n] == kept[b, :1]).all()  # the same features at every frame
+    assert 0 < kept.mean() < 1

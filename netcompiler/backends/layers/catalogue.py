@@ -81,6 +81,15 @@ def catalogue_entry(op: RecordedOp) -> Optional[Dict[str, Any]]:
         expression = _number_expression(args["a"], EVAL_OPERATORS[args["kind"]], args["b"])
         if expression is not None:
             return {"class": "eval", "eval": expression, "from": op.inputs}
+    if name == "dropout" and len(op.inputs) == 1 and _is_input(args.get("x"), 0) \
+            and isinstance(args.get("drop_prob"), float) and 0.0 < args["drop_prob"] < 1.0:
+        entry = {"class": "dropout", "dropout": args["drop_prob"], "dropout_on_forward": bool(args["on_forward"]),
+                 "from": op.inputs}
+        axis = args.get("axis")
+        if axis is not None and axis is not False:
+            varying = [axis] if isinstance(axis, Dim) else list(axis)
+            entry["dropout_noise_shape"] = {d: 1 for d in op.input_templates[0].dims if d not in varying}
+        return entry
     if name == "compare" and len(op.inputs) == 2 and _is_input(args.get("a"), 0) and _is_input(args.get("b"), 1) \
             and args.get("kind") in COMPARE_KINDS and args.get("dim_order") is None:
         return {"class": "compare", "kind": args["kind"], "from": op.inputs}
