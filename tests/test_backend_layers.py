@@ -507,3 +507,36 @@ def test_dropout_with_a_mask_shared_along_dims():
     for b, n in enumerate(LENGTHS):
         assert (kept[b, :n] == kept[b, :1]).all()  # the same features at every frame
     assert 0 < kept.mean() < 1
+
+
+def test_a_function_of_model_code_given_to_an_op_is_refused():
+    """rf.gating with a lambda that reads a Tensor of the run: kept in a layer, it would read the probe's value."""
+    time_dim, in_dim, out_dim = Dim(None, name="time"), Dim(4, name="in"), Dim(2, name="out")
+    half = Dim(2, name="half")
+
+    def train_step(*, model, extern_data, **_kwargs):
+        x = extern_data["data"]
+        scale = rf.tanh(x)
+        gated, _ = rf.gating(x, axis=in_dim, out_dim=half, act_func=lambda t: t * rf.reduce_mean(scale, axis=in_dim))
+        rf.reduce_sum(gated, axis=half).mark_as_loss(name="loss")
+
+    with pytest.raises(LayerDictUnsupported, match=r"rf.gating is given the function .*<lambda>' of model code"):
+        LayerDictModel(_config(lambda: Projection(in_dim, out_dim), train_step, time_dim, in_dim, out_dim))
+
+
+def test_a_function_of_rf_given_to_an_op_is_kept():
+    time_dim, in_dim, out_dim = Dim(None, name="time"), Dim(4, name="in"), Dim(2, name="out")
+    half = Dim(2, name="half")
+
+    def train_step(*, model, extern_data, **_kwargs):
+        from netcompiler.frontend import math as rf_math  # the function as its module defines it, unwrapped
+
+        gate = getattr(rf_math.sigmoid, "__recorded_op__", rf_math.sigmoid)
+        gated, _ = rf.gating(extern_data["data"], axis=in_dim, out_dim=half, act_func=rf.tanh, gate_func=gate)
+        rf.reduce_sum(gated, axis=half).mark_as_loss(name="loss")
+
+    model = LayerDictModel(_config(lambda: Projection(in_dim, out_dim), train_step, time_dim, in_dim, out_dim))
+    assert model.layer_dict.net_dict["gating"]["class"] == "frontend_op"
+    inputs, lengths = _batch(4, 2)
+    np.testing.assert_allclose(float(model.step_losses(inputs, lengths, False)[1]),
+                               float(model.frontend.step_losses(inputs, lengths, False)[1]), rtol=1e-5)

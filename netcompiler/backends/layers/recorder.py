@@ -126,6 +126,7 @@ class OpRecorder:
                 f"rf.{op.__name__} is not supported on the layer-dict backend yet (loops, conditions and in-place "
                 f"updates do not become layers)", subject="the model's train_step",
                 suggestion="run this model with backend 'torch', or on TensorFlow without the layer dict")
+        self._check_functions(op, (args, kwargs))
         given = {id(t) for _, t in _tensor_leaves((args, kwargs), ())}
         inputs: List[str] = []
         templates: List[Data] = []
@@ -138,6 +139,24 @@ class OpRecorder:
             self.ops[name] = RecordedOp(name, op, list(inputs), args, kwargs, path, tensor.data, list(templates))
             self._remember(tensor, name)
         return result
+
+    @staticmethod
+    def _check_functions(op: Callable, nest: Any) -> None:
+        """A function passed to an op is kept in the layer and called again at each run: only functions that a
+        frontend module holds by their name (rf.sigmoid) can be; model code's functions (lambdas, closures) could
+        read values of the probe run, so they are refused."""
+        for value in _leaves(nest):
+            if not callable(value) or isinstance(value, (type, Dim, Tensor)):
+                continue
+            module, qualname = getattr(value, "__module__", "") or "", getattr(value, "__qualname__", "")
+            home = sys.modules.get(module) if module.startswith("netcompiler.frontend") else None
+            held = getattr(home, getattr(value, "__name__", ""), None) if home is not None else None
+            if held is None or value not in (held, getattr(held, "__recorded_op__", None)):  # (wrapped or not)
+                raise LayerDictUnsupported(
+                    f"rf.{op.__name__} is given the function {qualname or value!r} of model code, which the "
+                    f"layer-dict backend cannot keep in a layer (it could read values of the recording run)",
+                    subject="the model's train_step",
+                    suggestion="apply the function to the op's result instead, or pass a function of rf")
 
     def layer_of(self, tensor: Tensor, what: str = "a value") -> str:
         """The layer that `tensor` (a Tensor of this run) is; a LayerDictUnsupported error if none is."""
@@ -213,6 +232,18 @@ def _tensor_leaves(value: Any, path: Tuple[int, ...]):
     elif isinstance(value, dict):
         for key in value:
             yield from _tensor_leaves(value[key], path + (key,))
+
+
+def _leaves(value: Any):
+    """Every non-container value in a nest of lists, tuples and dicts."""
+    if isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _leaves(item)
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _leaves(item)
+    else:
+        yield value
 
 
 def _map_nest(value: Any, is_leaf: Callable[[Any], bool], fn: Callable[[Any], Any]) -> Any:
