@@ -6,8 +6,6 @@ directly on TensorFlow, on ragged batches whose padding is garbage; unsupported 
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest

@@ -9,7 +9,7 @@ checkpoints, so a checkpoint written by the model run directly loads here and th
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Set, Tuple
+from typing import Any, Callable, Dict, List, Set, Tuple
 
 from ...errors import ConfigError
 from ...tensor import Data
