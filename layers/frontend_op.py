@@ -74,13 +74,22 @@ def adopt_recorded_dims(y: Tensor, template: Data, run) -> Tensor:
 class FrontendMarkedLoss(AsIsLoss):
     """A loss the model marked (`mark_as_loss`): the layer's value summed over its valid frames (the padded
     frames of its dynamic dims do not count), normalised by their number, as the model run directly sums it
-    (unlike `as_is`, every dim counts as a frame dim, and a scalar is one frame). The output must be float."""
+    (unlike `as_is`, every dim counts as a frame dim, and a scalar is one frame). The output must be float.
+
+    The model's `custom_inv_norm_factor` replaces the number of frames: a Tensor is the `target` ("layer:x"),
+    summed; a number is the loss option `num_frames`."""
 
     loss_class = "frontend_marked"
+    options = dict(AsIsLoss.options, num_frames=Option(None, (int, float, NONE_TYPE)))
 
     def sums(self, ctx, output, target):
-        if not output.dims:
-            return output, None, rf.convert_to_tensor(1.0, dtype="float32")
         dims = list(output.dims)
-        frames = rf.reduce_sum(rf.ones(dims, dtype="float32"), axis=dims)
-        return rf.reduce_sum(output, axis=dims), None, frames
+        loss_sum = rf.reduce_sum(output, axis=dims) if dims else output
+        if target is not None:
+            factor = rf.cast(target, "float32")
+            return loss_sum, None, rf.reduce_sum(factor, axis=list(factor.dims)) if factor.dims else factor
+        if self.opts.get("num_frames") is not None:
+            return loss_sum, None, rf.convert_to_tensor(float(self.opts["num_frames"]), dtype="float32")
+        frames = rf.reduce_sum(rf.ones(dims, dtype="float32"), axis=dims) if dims else \
+            rf.convert_to_tensor(1.0, dtype="float32")
+        return loss_sum, None, frames

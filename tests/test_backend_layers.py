@@ -538,3 +538,25 @@ def test_a_function_of_rf_given_to_an_op_is_kept():
     inputs, lengths = _batch(4, 2)
     np.testing.assert_allclose(float(model.step_losses(inputs, lengths, False)[1]),
                                float(model.frontend.step_losses(inputs, lengths, False)[1]), rtol=1e-5)
+
+
+@pytest.mark.parametrize("factor", ["sizes", "number"])
+def test_custom_inv_norm_factor(factor):
+    """custom_inv_norm_factor as the frame count: a Tensor (here the sequence lengths: the loss layer's target)
+    or a number; the same loss sums and counts as the model run directly."""
+    time_dim, in_dim, out_dim = Dim(None, name="time"), Dim(3, name="in"), Dim(2, name="out")
+
+    def train_step(*, model, extern_data, **_kwargs):
+        logits = model.proj(extern_data["data"])
+        ce = rf.cross_entropy(estimated=logits, estimated_type="logits", target=extern_data["classes"],
+                              axis=out_dim)
+        norm = time_dim.dyn_size_ext if factor == "sizes" else 7.0
+        ce.mark_as_loss(name="ce", custom_inv_norm_factor=norm, use_normalized_loss=True)
+
+    model = LayerDictModel(_config(lambda: Projection(in_dim, out_dim), train_step, time_dim, in_dim, out_dim))
+    inputs, lengths = _batch(3, 2)
+    via_dict, obj_dict = model.step_losses(inputs, lengths, training=False)
+    direct, obj_direct = model.frontend.step_losses(inputs, lengths, training=False)
+    expected_frames = float(LENGTHS.sum()) if factor == "sizes" else 7.0
+    assert float(via_dict[0].num_frames) == float(direct[0].num_frames) == expected_frames
+    np.testing.assert_allclose(float(obj_dict), float(obj_direct), rtol=1e-5)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Set, Tuple
 
 from ...errors import ConfigError
-from ...tensor import Data
+from ...tensor import Data, Tensor
 from .catalogue import catalogue_entry
 from .recorder import LayerDictUnsupported, OpRecorder, RecordedOp
 
@@ -61,15 +61,20 @@ def _same_template(a: Data, b: Data) -> bool:
 def _loss_entries(recorder: OpRecorder, losses: List[Any], taken: Set[str]) -> Tuple[Dict[str, Any], Dict[str, Any]]:
     entries, marks = {}, {}
     for marked in losses:
-        if getattr(marked, "custom_inv_norm_factor", None) is not None:
-            raise LayerDictUnsupported(f"loss '{marked.name}': custom_inv_norm_factor is not supported on the "
-                                       f"layer-dict backend yet", subject="the model's train_step",
-                                       suggestion="leave it out, or run the model without the layer dict")
         source = recorder.layer_of(marked.loss, f"the loss '{marked.name}'")
         name = marked.name if marked.name not in taken else f"loss_{marked.name}"
         entries[name] = {"class": "copy", "from": [source], "loss": LOSS_CLASS, "loss_scale": float(marked.scale),
                          "loss_opts": {"use_normalized_loss": bool(marked.use_normalized_loss)},
                          "is_output_layer": True}
+        factor = getattr(marked, "custom_inv_norm_factor", None)
+        if isinstance(factor, Tensor):  # the loss layer's target: its sum is the number of frames
+            entries[name]["target"] = f"layer:{recorder.layer_of(factor, f'the norm factor of loss {marked.name!r}')}"
+        elif isinstance(factor, (int, float)) and not isinstance(factor, bool):
+            entries[name]["loss_opts"]["num_frames"] = float(factor)
+        elif factor is not None:
+            raise LayerDictUnsupported(f"loss '{marked.name}': custom_inv_norm_factor {type(factor).__name__} is "
+                                       f"neither a Tensor nor a number", subject="the model's train_step",
+                                       suggestion="give an rf Tensor (e.g. the sizes of a dim) or a number")
         marks[name] = marked
         taken.add(name)
     return entries, marks
@@ -98,7 +103,8 @@ def build_layer_dict(recorder: OpRecorder, losses: List[Any], build: Callable[[D
         raise LayerDictUnsupported("the model marked no loss, so the layer dict would compute nothing",
                                    subject="the model's train_step", suggestion="mark a loss with mark_as_loss")
     loss_entries, marks = _loss_entries(recorder, losses, set(recorder.ops) | set(recorder.used_params))
-    needed = _needed(recorder, [entry["from"][0] for entry in loss_entries.values()])
+    needed = _needed(recorder, [entry["from"][0] for entry in loss_entries.values()] +
+                     [entry["target"][len("layer:"):] for entry in loss_entries.values() if "target" in entry])
     ops = {name: op for name, op in recorder.ops.items() if name in needed}
     used_params = {name: p for name, p in recorder.used_params.items() if name in needed}
     generic = set() if use_catalogue else set(ops)
