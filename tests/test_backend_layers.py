@@ -560,3 +560,36 @@ def test_custom_inv_norm_factor(factor):
     expected_frames = float(LENGTHS.sum()) if factor == "sizes" else 7.0
     assert float(via_dict[0].num_frames) == float(direct[0].num_frames) == expected_frames
     np.testing.assert_allclose(float(obj_dict), float(obj_direct), rtol=1e-5)
+
+
+def test_a_python_branch_on_the_training_flag_is_refused():
+    """One dict cannot hold `if training:` in model code (evaluation would run the training branch)."""
+    time_dim, in_dim, out_dim = Dim(None, name="time"), Dim(3, name="in"), Dim(2, name="out")
+
+    def train_step(*, model, extern_data, **_kwargs):
+        x = extern_data["data"]
+        if rf.get_run_ctx().training:
+            x = x * 0.5
+        rf.reduce_sum(model.proj(x), axis=out_dim).mark_as_loss(name="loss")
+
+    with pytest.raises(LayerDictUnsupported, match=r"other things in training than in evaluation .* "
+                                                   r"training \[\"rf.combine\(<T>, 'mul', 0.5\)\"\]"):
+        LayerDictModel(_config(lambda: Projection(in_dim, out_dim), train_step, time_dim, in_dim, out_dim))
+
+
+def test_batch_norm_statistics_updates_are_refused():
+    if not hasattr(rf, "BatchNorm"):
+        pytest.skip("the frontend has no rf.BatchNorm yet")
+    time_dim, in_dim, out_dim = Dim(None, name="time"), Dim(3, name="in"), Dim(2, name="out")
+
+    class Model(rf.Module):
+        def __init__(self):
+            super().__init__()
+            self.norm = rf.BatchNorm(in_dim)
+            self.proj = rf.Linear(in_dim, out_dim)
+
+    def train_step(*, model, extern_data, **_kwargs):
+        rf.reduce_sum(model.proj(model.norm(extern_data["data"])), axis=out_dim).mark_as_loss(name="loss")
+
+    with pytest.raises(LayerDictUnsupported, match=r"rf.parameter_assign is not supported on the layer-dict"):
+        LayerDictModel(_config(Model, train_step, time_dim, in_dim, out_dim))

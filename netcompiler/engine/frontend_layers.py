@@ -5,9 +5,9 @@ The model's train_step runs once on a probe batch with the op recorder set; the 
 marked losses become a network dict, which `build_network` builds and `CompiledNetwork` emits. Parameters keep
 the model's names (`layer1.weight`) in `params` and checkpoints, so checkpoints are interchangeable with the
 model run directly on TensorFlow (`FrontendModel`); in the built network the parameter of `layer1.weight` is
-`layer1.weight/param` (`param_checkpoint_name`). The probe runs with `training=True`: the dict is what a train
-step computes (an op that reads the flag itself, such as `rf.dropout`, reads it again at each run; a Python
-`if` on the flag in model code is decided by the probe).
+`layer1.weight/param` (`param_checkpoint_name`). The probe runs in training and in evaluation: an op that reads
+the flag itself (`rf.dropout`) reads it again at each run, but model code whose ops differ between the two (a
+Python `if` on the flag) is refused. Python decisions on the probe's values are frozen in the dict.
 """
 
 from __future__ import annotations
@@ -29,14 +29,14 @@ PROBE_LENGTHS = (5, 3, 4)
 """Sequence lengths of the probe batch (ragged, so that masking shows in the recorded ops)."""
 
 
-def record_layer_dict(frontend: FrontendModel, use_catalogue: bool = True) -> Tuple[LayerDict, Any]:
-    """(the LayerDict of `frontend`'s train_step, the network built from it)."""
+def _probe(frontend: FrontendModel, training: bool) -> Tuple[OpRecorder, rf.RunContext]:
+    """The model's train_step run once on the probe batch with an op recorder set: (the recorder, the run)."""
     backend = frontend.backend
     named_modules = getattr(frontend.model, "named_modules", None)
     modules = {id(module): param_layer_name(path) for path, module in named_modules()} if named_modules else {}
     recorder = OpRecorder(frontend.params, param_layer_name, backend.is_trainable, modules)
     inputs, lengths = frontend.dummy_batch(PROBE_LENGTHS)
-    run = rf.RunContext(backend, training=True)
+    run = rf.RunContext(backend, training=training)
     with run:
         extern = frontend._extern_tensors(run, inputs, lengths)
         for key, tensor in extern.items():
@@ -48,6 +48,29 @@ def record_layer_dict(frontend: FrontendModel, use_catalogue: bool = True) -> Tu
             frontend._train_step(model=frontend.model, extern_data=extern)
         finally:
             set_op_recorder(previous)
+    return recorder, run
+
+
+def _structure(recorder: OpRecorder, run: rf.RunContext) -> List[str]:
+    """What a recorded run called, as text (dims by name: a second run makes new Dims where the first did)."""
+    return recorder.calls + sorted(recorder.used_params) + [
+        f"loss {name} {m.as_error} {m.scale} {m.use_normalized_loss}" for name, m in run.losses.items()]
+
+
+def record_layer_dict(frontend: FrontendModel, use_catalogue: bool = True) -> Tuple[LayerDict, Any]:
+    """(the LayerDict of `frontend`'s train_step, the network built from it). The step is recorded in training
+    and in evaluation: model code that computes something else in each (a Python `if` on the training flag)
+    cannot be one dict, and is refused."""
+    recorder, run = _probe(frontend, training=True)
+    evaluation = _structure(*_probe(frontend, training=False))
+    trained = _structure(recorder, run)
+    if trained != evaluation:
+        first = next(i for i, (a, b) in enumerate(zip(trained + [""], evaluation + [""])) if a != b)
+        raise LayerDictUnsupported(
+            f"train_step computes other things in training than in evaluation (model code that branches on the "
+            f"training flag), so one layer dict cannot hold it; first difference: training {trained[first:first + 1]} "
+            f"vs evaluation {evaluation[first:first + 1]}", subject="the model's train_step",
+            suggestion="use ops that read the flag themselves (rf.dropout), or run the model without the layer dict")
     return build_layer_dict(recorder, list(run.losses.values()),
                             lambda net_dict: build_network(Config({"network": net_dict}),
                                                            extern_data=frontend.extern_data),

@@ -86,8 +86,9 @@ def result_roles(out_dims: Sequence[Dim], *sources: Tensor) -> dict:
 _op_recorder = None
 _op_depth = 0
 _NOT_OPS = ("_dispatch", "run_ctx", "backend_select", "user_code", "random_state", "init", "module", "container",
-            "state", "model_parameter", "parameters")
-"""Frontend modules whose functions are not ops on Tensors (bookkeeping, model building)."""
+            "state", "model_parameter")
+"""Frontend modules whose functions are not ops on Tensors (bookkeeping, model building); the ops they call
+are still recorded."""
 
 
 def set_op_recorder(recorder):
@@ -125,10 +126,11 @@ def _wrap_frontend_ops() -> None:
     import inspect
     import sys
 
-    modules = [m for name, m in list(sys.modules.items())
-               if m is not None and name.startswith(__package__ + ".") and name.rsplit(".", 1)[1] not in _NOT_OPS]
+    modules = [m for name, m in list(sys.modules.items()) if m is not None and name.startswith(__package__ + ".")]
     wrapped = {}
     for module in modules:
+        if module.__name__.rsplit(".", 1)[1] in _NOT_OPS:
+            continue
         for name, value in vars(module).items():
             if not name.startswith("_") and inspect.isfunction(value) and not hasattr(value, "__recorded_op__") \
                     and value.__module__ == module.__name__:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ...errors import ConfigError
 from ...tensor import Data, Dim, Tensor
@@ -19,7 +19,8 @@ UNSUPPORTED_OPS = frozenset({
     "while_loop", "scan", "cond", "map_tensors", "step_frame", "step_frames", "step_stack", "step_stack_stack",
     "step_stack_write", "with_dependencies", "parameter_assign", "backtrack", "beam_step", "assert_equal",
 })
-"""Ops the layer-dict backend cannot turn into layers yet (loops, conditions, side effects)."""
+"""Ops the layer-dict backend cannot turn into layers yet (loops, conditions, side effects such as updating
+running statistics with `Parameter.assign`)."""
 
 
 class LayerDictUnsupported(ConfigError):
@@ -56,18 +57,11 @@ class RecordedOp:
 
     def call_text(self) -> str:
         """The call as dump-net shows it: `rf.matmul(data, layer1.weight, reduce='in'(9))` (inputs by layer)."""
-        def text(value: Any) -> str:
-            if isinstance(value, InputRef):
-                return self.inputs[value.index]
-            if isinstance(value, Dim):
-                return value.short_repr()
-            if isinstance(value, (list, tuple)):
-                return "[" + ", ".join(text(v) for v in value) + "]"
-            return repr(value)
+        def input_name(value: Any) -> Optional[str]:
+            return self.inputs[value.index] if isinstance(value, InputRef) else None
 
-        parts = [text(a) for a in self.args] + [f"{k}={text(v)}" for k, v in self.kwargs.items()]
         path = "".join(f"[{i}]" for i in self.output_path)
-        return f"rf.{self.op_name}({', '.join(parts)}){path}"
+        return _call_text(self.op_name, self.args, self.kwargs, input_name) + path
 
     @property
     def op_path(self) -> str:
@@ -102,6 +96,9 @@ class OpRecorder:
     _by_tensor: Dict[int, Tuple[Tensor, str]] = field(default_factory=dict)
     _by_raw: Dict[int, List[Tuple[Any, str, Data]]] = field(default_factory=dict)
     _counts: Dict[str, int] = field(default_factory=dict)
+    calls: List[str] = field(default_factory=list)
+    """Every recorded call as text, with its arguments (Tensors as "<T>"), also those that returned an input
+    (dropout outside training): what two runs of the same model code must have in common."""
 
     def __post_init__(self):
         self._params_by_raw = {id(raw): (name, raw) for name, raw in self.params.items()}
@@ -118,15 +115,17 @@ class OpRecorder:
     # --- the recording ---------------------------------------------------------------------------------------
     def __call__(self, op: Callable, args: tuple, kwargs: Dict[str, Any], result: Any) -> Any:
         """Records one outermost op call (see `frontend._dispatch.set_op_recorder`); returns its result."""
-        outputs = list(_tensor_leaves(result, ()))
-        if not outputs:
-            return result
         if op.__name__ in UNSUPPORTED_OPS:
             raise LayerDictUnsupported(
                 f"rf.{op.__name__} is not supported on the layer-dict backend yet (loops, conditions and in-place "
                 f"updates do not become layers)", subject="the model's train_step",
                 suggestion="run this model with backend 'torch', or on TensorFlow without the layer dict")
+        outputs = list(_tensor_leaves(result, ()))
+        if not outputs:
+            return result
         self._check_functions(op, (args, kwargs))
+        self.calls.append(_call_text(op.__name__, _map_tensors(args, lambda t: _TENSOR),
+                                     _map_tensors(kwargs, lambda t: _TENSOR), lambda v: None))
         given = {id(t) for _, t in _tensor_leaves((args, kwargs), ())}
         inputs: List[str] = []
         templates: List[Data] = []
@@ -232,6 +231,30 @@ def _tensor_leaves(value: Any, path: Tuple[int, ...]):
     elif isinstance(value, dict):
         for key in value:
             yield from _tensor_leaves(value[key], path + (key,))
+
+
+class _TensorMark:
+    def __repr__(self):
+        return "<T>"
+
+
+_TENSOR = _TensorMark()
+
+
+def _call_text(op_name: str, args: tuple, kwargs: Dict[str, Any], special: Callable[[Any], Optional[str]]) -> str:
+    """`rf.NAME(arg, key=value)`: Dims by their short form, nests as lists, `special(value)` where it gives text."""
+    def text(value: Any) -> str:
+        shown = special(value)
+        if shown is not None:
+            return shown
+        if isinstance(value, Dim):
+            return value.short_repr()
+        if isinstance(value, (list, tuple)):
+            return "[" + ", ".join(text(v) for v in value) + "]"
+        return repr(value)
+
+    parts = [text(a) for a in args] + [f"{k}={text(v)}" for k, v in kwargs.items()]
+    return f"rf.{op_name}({', '.join(parts)})"
 
 
 def _leaves(value: Any):
