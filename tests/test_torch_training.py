@@ -188,6 +188,16 @@ def test_import_model_train_epoch1_reads_a_torch_checkpoint(tmp_path):
         run(path, "++model", other + "2", "++import_model_train_epoch1", prefix + ".009")
 
 
+def test_accum_grad_multiple_step_from_the_config_halves_the_updates(tmp_path):
+    path, prefix = write_config(tmp_path, num_epochs=1, max_seqs=10)
+    run(path)
+    run(path, "++model", prefix + "-accum", "++accum_grad_multiple_step", "2")
+    updates = [torch.load(p + ".001.pt", weights_only=True)["step"]["step_count"] for p in (prefix, prefix + "-accum")]
+    assert updates[0] >= 10 and updates[1] == (updates[0] + 1) // 2, updates  # 200 sequences, 10 per batch
+    with pytest.raises(InvalidOptionError, match="accum_grad_multiple_step"):
+        run(path, "++accum_grad_multiple_step", "0")
+
+
 def test_backend_choice_errors_and_notices(tmp_path, capsys):
     path, prefix = write_config(tmp_path, tf_session_opts={"log_device_placement": False}, num_epochs=1)
     with pytest.raises(ConfigError, match="unknown backend 'torhc'.*did you mean 'torch'"):
