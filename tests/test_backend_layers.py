@@ -154,7 +154,31 @@ def sizes_config():
     return _config(lambda: Projection(in_dim, out_dim), train_step, time_dim, in_dim, out_dim), 3, 4
 
 
-CONFIGS = {"demo": demo_config, "op_mix": op_mix_config, "modules": modules_config, "sizes": sizes_config}
+def encoder_config():
+    """A small encoder of frontend modules: rf.LSTM over the time dim, then rf.SelfAttention over it."""
+    if not (hasattr(rf, "LSTM") and hasattr(rf, "SelfAttention")):
+        pytest.skip("the frontend has no rf.LSTM / rf.SelfAttention yet")
+    time_dim, in_dim, out_dim = Dim(None, name="time"), Dim(3, name="in"), Dim(2, name="out")
+    hidden, key_total = Dim(4, name="hidden"), Dim(4, name="key-total")
+
+    class Model(rf.Module):
+        def __init__(self):
+            super().__init__()
+            self.lstm = rf.LSTM(in_dim, hidden)
+            self.att = rf.SelfAttention(hidden, hidden, key_dim_total=key_total, value_dim_total=key_total,
+                                        num_heads=2)
+            self.out = rf.Linear(hidden, out_dim)
+
+        def __call__(self, x):
+            state = self.lstm.default_initial_state(batch_dims=[batch_dim])
+            h, _ = self.lstm(x, state=state, spatial_dim=time_dim)
+            return self.out(self.att(h, axis=time_dim))
+
+    return _config(Model, _ce_step(out_dim), time_dim, in_dim, out_dim), 3, 2
+
+
+CONFIGS = {"demo": demo_config, "op_mix": op_mix_config, "modules": modules_config, "sizes": sizes_config,
+           "encoder": encoder_config}
 
 
 # --- helpers ----------------------------------------------------------------------------------------------
