@@ -29,6 +29,7 @@ class FrontendOpLayer(LayerBase):
         "kwargs": Option(None, (dict, NONE_TYPE)),
         "output_path": Option((), (list, tuple), doc="where the value is in the op's result"),
         "template": Option(types=(Data,), doc="the recorded output template"),
+        "call": Option(None, (int, NONE_TYPE), doc="layers with the same call share one run of the op"),
     }
 
     def make_output(self):
@@ -46,10 +47,27 @@ class FrontendOpLayer(LayerBase):
 
     def emit(self, inputs):
         sources = inputs.sources
-        args = substitute_inputs(list(self.opts["args"]), sources)
-        kwargs = substitute_inputs(dict(self.opts["kwargs"] or {}), sources)
-        y = pick(self.resolve_op()(*args, **kwargs), tuple(self.opts["output_path"]))
+        call = self.opts["call"]
+        results = _call_results(inputs.run)
+        key = None if call is None else (self.network.prefix, call, tuple(id(s.raw) for s in sources))
+        if key is None or key not in results:
+            args = substitute_inputs(list(self.opts["args"]), sources)
+            kwargs = substitute_inputs(dict(self.opts["kwargs"] or {}), sources)
+            result = self.resolve_op()(*args, **kwargs)
+            if key is not None:
+                results[key] = (result, sources)  # the sources stay alive, so their ids stay theirs
+        else:
+            result = results[key][0]
+        y = pick(result, tuple(self.opts["output_path"]))
         return adopt_recorded_dims(y, self.output, inputs.run)
+
+
+def _call_results(run) -> dict:
+    """The results of the multi-output op calls of this run (one per call and inputs), kept on the run."""
+    results = getattr(run, "_frontend_op_results", None)
+    if results is None:
+        results = run._frontend_op_results = {}
+    return results
 
 
 def adopt_recorded_dims(y: Tensor, template: Data, run) -> Tensor:

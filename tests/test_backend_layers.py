@@ -617,3 +617,36 @@ def test_batch_norm_statistics_updates_are_refused():
 
     with pytest.raises(LayerDictUnsupported, match=r"rf.parameter_assign is not supported on the layer-dict"):
         LayerDictModel(_config(Model, train_step, time_dim, in_dim, out_dim))
+
+
+def test_the_outputs_of_one_call_run_it_once():
+    """rf.split into three: three layers, one run of the op per step (the outputs come from the same call)."""
+    time_dim, in_dim, out_dim = Dim(None, name="time"), Dim(6, name="in"), Dim(2, name="out")
+    parts = [Dim(2, name=f"part{i}") for i in range(3)]
+
+    def train_step(*, model, extern_data, **_kwargs):
+        a, b, c = rf.split(extern_data["data"], axis=in_dim, out_dims=parts)
+        total = rf.reduce_sum(a, axis=parts[0]) * rf.reduce_sum(b, axis=parts[1]) - rf.reduce_sum(c, axis=parts[2])
+        total.mark_as_loss(name="loss")
+
+    model = LayerDictModel(_config(lambda: Projection(in_dim, out_dim), train_step, time_dim, in_dim, out_dim))
+    net = model.layer_dict.net_dict
+    assert [net[n]["output_path"] for n in ("split", "split_1", "split_2")] == [[0], [1], [2]]
+    assert net["split"]["call"] == net["split_1"]["call"] == net["split_2"]["call"]
+    from netcompiler.frontend import array
+
+    calls, saved = [], array.split
+
+    def counting(*args, **kwargs):  # what the generic layer resolves its op "netcompiler.frontend.array:split" to
+        calls.append(1)
+        return saved(*args, **kwargs)
+
+    array.split = counting
+    try:
+        inputs, lengths = _batch(6, 2)
+        via_dict = model.step_losses(inputs, lengths, training=False)[1]
+    finally:
+        array.split = saved
+    assert len(calls) == 1
+    np.testing.assert_allclose(float(via_dict), float(model.frontend.step_losses(inputs, lengths, False)[1]),
+                               rtol=1e-5)

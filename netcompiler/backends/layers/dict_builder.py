@@ -50,8 +50,11 @@ class LayerDict:
 
 
 def _generic_entry(op: RecordedOp) -> Dict[str, Any]:
-    return {"class": GENERIC_CLASS, "from": list(op.inputs), "op": op.op_path, "args": list(op.args),
-            "kwargs": dict(op.kwargs), "output_path": list(op.output_path), "template": op.template}
+    entry = {"class": GENERIC_CLASS, "from": list(op.inputs), "op": op.op_path, "args": list(op.args),
+             "kwargs": dict(op.kwargs), "output_path": list(op.output_path), "template": op.template}
+    if op.output_path:
+        entry["call"] = op.call  # the layers of one call's outputs run it once
+    return entry
 
 
 def _same_template(a: Data, b: Data) -> bool:

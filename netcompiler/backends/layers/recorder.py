@@ -50,6 +50,8 @@ class RecordedOp:
     output_path: Tuple[int, ...]
     template: Data
     input_templates: List[Data] = field(default_factory=list)
+    call: int = 0
+    """Which recorded call this is (the layers of the outputs of one call share it: the call runs once)."""
 
     @property
     def op_name(self) -> str:
@@ -135,7 +137,8 @@ class OpRecorder:
             if id(tensor) in self._by_tensor or id(tensor) in given:
                 continue  # the op returned one of its inputs (e.g. a cast to the same dtype)
             name = self._new_name(self._module_prefix() + op.__name__)
-            self.ops[name] = RecordedOp(name, op, list(inputs), args, kwargs, path, tensor.data, list(templates))
+            self.ops[name] = RecordedOp(name, op, list(inputs), args, kwargs, path, tensor.data, list(templates),
+                                        len(self.calls))
             self._remember(tensor, name)
         return result
 
