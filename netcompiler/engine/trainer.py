@@ -9,7 +9,7 @@ from typing import Optional
 import tensorflow as tf
 
 from .batching import BatchSettings
-from .epochs import EpochLoop, Scores, format_duration, format_scores  # noqa: F401 (Scores etc. re-exported)
+from .epochs import EpochLoop, Scores, format_duration, format_scores
 from .feeding import tf_batches
 
 
@@ -115,3 +115,6 @@ class Trainer(EpochLoop):
     def _eval_step(self, inputs, lengths):
         losses, objective = self.model.step_losses(inputs, lengths, training=False)
         return self._results(losses), objective
+
+
+__all__ = ["Scores", "Trainer", "format_duration", "format_scores"]  # the scores helpers live in epochs.py
