@@ -1,4 +1,3 @@
-#!returnn.py
 # RETURNN's demos/demo-rf.config (the 12AX task, a model written with the frontend `rf`), with its import lines
 # changed to netcompiler's and its model files under out/.
 #   compile-net configs/demo-12ax-rf.py                       # backend "torch": PyTorch, eager

@@ -1,4 +1,3 @@
-#!returnn.py
 # RETURNN's demos/demo-torch.config (the 12AX task, a plain PyTorch model), with its import lines changed to
 # netcompiler's and its model files under out/.
 #   compile-net configs/demo-12ax-torch.py                   # trains on PyTorch; dev ce and fer per epoch

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from typing import Callable, List, Optional
 
@@ -45,25 +46,32 @@ def _print_notices(notices) -> None:
 
 
 def _dump(args) -> int:
-    from .config import load_config
-    from .dump import format_dot, format_json, format_text
-    from .network import build_network
-
-    config = load_config(args.config, args.overrides)
-    from .engine.frontend_model import is_frontend_config
-
-    if is_frontend_config(config.values):  # a model as Python code: its parameters and the losses it marks
-        return _dump_frontend(config, args)
-    network = build_network(config)
-    _print_notices(config.notices + network.notices)
-    formatter = format_json if args.json else format_dot if args.dot else format_text
-    print(formatter(network))
+    """Prints the dump; whatever the config's own code prints (RETURNN's demos greet) goes to stderr, so that
+    stdout is just the dump (--json and --dot stay machine-readable)."""
+    with contextlib.redirect_stdout(sys.stderr):
+        text = _dump_text(args)
+    print(text)
     return 0
 
 
-def _dump_frontend(config, args) -> int:
-    """The model's parameters and marked losses, then the layer dict it becomes (--json/--dot: just the dict)."""
+def _dump_text(args) -> str:
+    from .config import load_config
     from .dump import format_dot, format_json, format_text
+    from .engine.frontend_model import is_frontend_config
+    from .network import build_network
+
+    config = load_config(args.config, args.overrides)
+    formatter = format_json if args.json else format_dot if args.dot else format_text
+    if is_frontend_config(config.values):  # a model as Python code: its parameters and the losses it marks
+        return _dump_frontend(config, formatter)
+    network = build_network(config)
+    _print_notices(config.notices + network.notices)
+    return formatter(network)
+
+
+def _dump_frontend(config, formatter) -> str:
+    """The model's parameters and marked losses, then the layer dict it becomes (--json/--dot: just the dict)."""
+    from .dump import format_text
     from .engine.frontend_dump import format_frontend_text
     from .engine.frontend_layers import LayerDictModel, format_layer_dict
     from .engine.frontend_model import FrontendModel
@@ -71,22 +79,22 @@ def _dump_frontend(config, args) -> int:
     from .errors import ConfigError
 
     _print_notices(config.notices)
-    formatter = format_json if args.json else format_dot if args.dot else format_text
-    if formatter is format_text:
-        model = FrontendModel(config, backend_name(config))
-        print(format_frontend_text(model))
-        if model.is_torch_module:
-            print("layer dict: none (get_model() returns a plain PyTorch module: it has no rf ops to record)")
-            return 0
+    model = FrontendModel(config, backend_name(config))
+    no_dict = "get_model() returns a plain PyTorch module: it has no rf ops to record"
+    if formatter is not format_text and model.is_torch_module:
+        raise ConfigError(f"--json and --dot show the layer dict of a model, and {no_dict}",
+                          subject=f"config {config.path}", suggestion="run dump-net without --json/--dot to see "
+                                                                      "its parameters")
+    if formatter is not format_text:
+        return format_layer_dict(LayerDictModel(config, seed=config.get("random_seed", 42)), formatter)
+    lines = [format_frontend_text(model)]
+    if model.is_torch_module:
+        return "\n".join(lines + [f"layer dict: none ({no_dict})"])
     try:
         layer_model = LayerDictModel(config, seed=config.get("random_seed", 42))
     except ConfigError as exc:
-        if formatter is not format_text:
-            raise
-        print(f"layer dict: none ({exc})")
-        return 0
-    print(format_layer_dict(layer_model, formatter))
-    return 0
+        return "\n".join(lines + [f"layer dict: none ({exc})"])
+    return "\n".join(lines + [format_layer_dict(layer_model, formatter)])
 
 
 def dump_net_main(argv: Optional[List[str]] = None) -> int:

@@ -14,8 +14,19 @@ from netcompiler.cli import dump_net_main
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CONFIG_DIR = os.path.join(ROOT, "configs")
-CONFIGS = sorted(glob.glob(os.path.join(CONFIG_DIR, "*.py")))
+ALL_CONFIGS = sorted(glob.glob(os.path.join(CONFIG_DIR, "*.py")))
+ALL_IDS = [os.path.basename(path) for path in ALL_CONFIGS]
+
+
+def _is_frontend_config(path):
+    """A model as Python code (get_model), not a network dict: tests/test_frontend_configs.py covers its runs."""
+    with open(path, encoding="utf-8") as f:
+        return re.search(r"^def get_model\b", f.read(), re.M) is not None
+
+
+CONFIGS = [path for path in ALL_CONFIGS if not _is_frontend_config(path)]
 CONFIG_IDS = [os.path.basename(path) for path in CONFIGS]
+FRONTEND_CONFIGS = {os.path.basename(path): path for path in ALL_CONFIGS if _is_frontend_config(path)}
 
 
 def config_path(name):
@@ -42,7 +53,7 @@ def test_there_are_shipped_configs():
         assert expected in names
 
 
-@pytest.mark.parametrize("path", CONFIGS, ids=CONFIG_IDS)
+@pytest.mark.parametrize("path", ALL_CONFIGS, ids=ALL_IDS)
 def test_config_has_header_comment(path):
     with open(path, encoding="utf-8") as f:
         head = [f.readline() for _ in range(3)]
@@ -250,12 +261,12 @@ def test_dot_dump(capsys, path):
 # --- no TensorFlow ---------------------------------------------------------------------------------------
 def test_template_inference_does_not_import_tensorflow():
     code = (
-        "import glob, sys\n"
+        "import sys\n"
         "import netcompiler, layers\n"
         "from netcompiler.config import load_config\n"
         "from netcompiler.network import build_network\n"
         "from netcompiler.dump import format_dot, format_json, format_text\n"
-        f"paths = sorted(glob.glob({os.path.join(CONFIG_DIR, '*.py')!r}))\n"
+        f"paths = {CONFIGS!r}\n"
         "assert len(paths) >= 5, paths\n"
         "for path in paths:\n"
         "    network = build_network(load_config(path))\n"
@@ -268,3 +279,45 @@ def test_template_inference_does_not_import_tensorflow():
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("ok ")
+
+
+# --- models as Python code (get_model) ---------------------------------------------------------------------
+FRONTEND_PARAMS = {
+    # Linear 9 -> 50 -> 100 -> 2, each with a bias
+    "demo-12ax-rf.py": (9 * 50 + 50) + (50 * 100 + 100) + (100 * 2 + 2),
+    # Conv1d 9 -> 50 -> 100 -> 2, kernel 5, each with a bias
+    "demo-12ax-torch.py": (9 * 50 * 5 + 50) + (50 * 100 * 5 + 100) + (100 * 2 * 5 + 2),
+}
+
+
+def test_every_frontend_config_has_a_pinned_parameter_count():
+    assert sorted(FRONTEND_PARAMS) == sorted(FRONTEND_CONFIGS)
+
+
+@pytest.mark.parametrize("name", sorted(FRONTEND_PARAMS))
+def test_frontend_config_text_dump(capsys, name):
+    """The model's parameters and count; what its own code prints goes to stderr, not into the dump."""
+    pytest.importorskip("torch", reason="the demos' backend is torch (an optional extra)")
+    out, err = dump(capsys, FRONTEND_CONFIGS[name])
+    lines = out.strip().splitlines()
+    assert lines[0].startswith("model ")
+    assert f" {FRONTEND_PARAMS[name]} parameters" in out
+    assert "Hello, experiment" not in out and "Hello, experiment" in err
+
+
+def test_frontend_config_json_and_dot_show_the_layer_dict(capsys):
+    pytest.importorskip("torch", reason="the demos' backend is torch (an optional extra)")
+    path = FRONTEND_CONFIGS["demo-12ax-rf.py"]
+    data = json.loads(dump(capsys, path, "--json")[0])
+    assert data["num_params"] == FRONTEND_PARAMS["demo-12ax-rf.py"]
+    assert {"relu", "ce"} <= {record["name"] for record in data["layers"]}
+    out, _ = dump(capsys, path, "--dot")
+    assert out.startswith("digraph ") and out.rstrip().endswith("}")
+
+
+def test_plain_torch_model_has_no_layer_dict_to_show(capsys):
+    pytest.importorskip("torch", reason="the demo's model is a PyTorch module (an optional extra)")
+    capsys.readouterr()
+    assert dump_net_main([FRONTEND_CONFIGS["demo-12ax-torch.py"], "--json"]) == 2
+    err = capsys.readouterr().err
+    assert "plain PyTorch module" in err and "without --json/--dot" in err and "Traceback" not in err

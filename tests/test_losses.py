@@ -347,7 +347,7 @@ def test_error_names():
 
     names = {name: cls.error_name for name, cls in loss_classes().items()}
     assert names == {"ce": "fer", "bin_ce": "fer", "binary_ce": "fer", "ctc": "ler", "mse": None, "l1": None,
-                     "mean_l1": None, "as_is": None}
+                     "mean_l1": None, "as_is": None, "frontend_marked": None}
 
 
 @pytest.mark.parametrize("net, words", [
