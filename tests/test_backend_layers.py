@@ -442,8 +442,8 @@ def test_dump_net_shows_the_layer_dict_of_the_demo(capsys):
     assert "layer1.matmul = rf.matmul(data, layer1.weight, reduce='in'(9))" in text
     assert "loss frontend_marked" in text
     assert dump_net_main(["--json", config]) == 0
-    records = json.loads(capsys.readouterr().out.split("\n", 1)[1])  # after the config's own print line
-    by_name = {r["name"]: r for r in (records if isinstance(records, list) else records["layers"])}
+    records = json.loads(capsys.readouterr().out)  # what the config prints goes to stderr
+    by_name = {r["name"]: r for r in records["layers"]}
     assert by_name["relu_1"]["class"] == "activation" and by_name["ce"]["class"] == "copy"
 
 
