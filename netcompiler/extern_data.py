@@ -20,8 +20,8 @@ def data_from_options(key: str, opts: Dict[str, Any]) -> Data:
 
     Without `dims`, the shape defaults to (time, dim) for dense and (time,) for
     sparse data; the first dynamic axis is the time dim `time:KEY`, a dense
-    entry's last axis is the feature dim `KEY:feature`, a sparse entry's
-    class dim is `KEY:sparse`.
+    entry's feature dim `KEY:feature` is chosen as RETURNN does (see
+    `_dims_from_shape`), a sparse entry's class dim is `KEY:sparse`.
     """
     subject = f"extern_data '{key}'"
     if not isinstance(opts, dict):
@@ -48,12 +48,13 @@ def data_from_options(key: str, opts: Dict[str, Any]) -> Data:
             raise InvalidOptionError("sparse data needs 'dim' (the number of classes)", subject=subject, option="dim")
         sparse_dim = Dim(dim, FEATURE, f"{key}:sparse")
     dims = opts.get("dims", opts.get("dim_tags"))
+    shape_feature_dim = None
     if dims is not None:
         if not isinstance(dims, (list, tuple)) or not all(isinstance(d, Dim) for d in dims):
             raise InvalidOptionError("'dims' must be a list of Dim objects", subject=subject, option="dims")
         dims = list(dims)
     else:
-        dims = _dims_from_shape(key, opts, sparse, dim, subject)
+        dims, shape_feature_dim = _dims_from_shape(key, opts, sparse, dim, subject)
     time_dim = _role_dim(dims, opts.get("time_dim_axis"), "time_dim_axis", subject)
     feature_dim = _role_dim(dims, opts.get("feature_dim_axis"), "feature_dim_axis", subject)
     roles = {}
@@ -61,6 +62,8 @@ def data_from_options(key: str, opts: Dict[str, Any]) -> Data:
         roles["time_dim"] = time_dim
     if feature_dim is not None:
         roles["feature_dim"] = feature_dim
+    elif shape_feature_dim is not None:
+        roles["feature_dim"] = shape_feature_dim
     try:
         data = Data(key, dims, dtype, sparse_dim=sparse_dim, **roles)
     except ValueError as exc:
@@ -82,25 +85,31 @@ def data_from_options(key: str, opts: Dict[str, Any]) -> Data:
 
 
 def _dims_from_shape(key, opts, sparse, dim, subject):
+    """The dims of `shape` (plus the batch dim), with the feature dim of dense data as `feature_dim`.
+
+    As in RETURNN: the first dynamic axis is the time axis; the feature axis of dense data is the last static
+    axis (`{'dim': 5, 'shape': (5, None)}` is `[B, F|5, T]`), else a last `None` axis that `dim` sizes, else
+    (`'dim': None`) the last dynamic axis after the time axis; data with only a time axis (int sequences of
+    `shape: (None,)`) has no feature axis.
+    """
     shape = opts.get("shape")
     if shape is None:
         shape = (None,) if sparse else (None, dim)
     if not isinstance(shape, (list, tuple)) or not all(s is None or _positive_int(s) for s in shape):
         raise InvalidOptionError(f"'shape' must be a tuple of ints (below 2**63) and None, not {_shown(shape)}", subject=subject,
                                  option="shape")
+    feature_axis = None if sparse else _feature_axis_of_shape(shape, dim)
     dims = []
     dynamic_count = 0
     for i, size in enumerate(shape):
-        last = i == len(shape) - 1
-        if not sparse and last:
-            if size is None and dim is None:
-                raise InvalidOptionError("dense data needs 'dim' (the feature size)", subject=subject, option="dim")
+        if i == feature_axis and (size is not None or dim is not None):
             dims.append(Dim(size if size is not None else dim, FEATURE, f"{key}:feature"))
         elif size is None:
             dims.append(Dim(None, SPATIAL, f"time:{key}" if dynamic_count == 0 else f"{key}:spatial{dynamic_count}"))
             dynamic_count += 1
         else:
             dims.append(Dim(size, SPATIAL, f"{key}:static{i}"))
+    feature_dim = None if feature_axis is None else dims[feature_axis]
     batch_axis = opts.get("batch_dim_axis", 0)
     if batch_axis is not None and (not isinstance(batch_axis, int) or isinstance(batch_axis, bool)
                                    or not 0 <= batch_axis <= len(dims)):
@@ -108,7 +117,18 @@ def _dims_from_shape(key, opts, sparse, dim, subject):
                                  subject=subject, option="batch_dim_axis")
     if batch_axis is not None:
         dims.insert(batch_axis, batch_dim)
-    return dims
+    return dims, feature_dim
+
+
+def _feature_axis_of_shape(shape, dim) -> Optional[int]:
+    """The axis of `shape` (no batch axis) that is the feature axis of dense data (see `_dims_from_shape`)."""
+    static = [i for i, size in enumerate(shape) if size is not None]
+    if static:
+        return static[-1]
+    if shape and dim is not None:
+        return len(shape) - 1
+    dynamic_after_time = [i for i, size in enumerate(shape) if size is None][1:]
+    return dynamic_after_time[-1] if dynamic_after_time else None
 
 
 def _shown(value) -> str:
