@@ -47,7 +47,8 @@ class ScaledGradientLayer(LayerBase):
 
 
 class ActivationLayer(LayerBase):
-    """Applies an activation function elementwise (softmax/log_softmax over the feature dim).
+    """Applies an activation function elementwise (softmax/log_softmax over the feature dim, which then is
+    the last axis, as in RETURNN).
 
     Options: `activation` (str, e.g. "relu", "tanh", or a chain "exp+log").
     """
@@ -64,6 +65,8 @@ class ActivationLayer(LayerBase):
         if x.sparse:
             raise self.error(f"the input {x.describe()} is sparse (class indices); activations need values",
                              option="from", suggestion="embed the indices first, e.g. with a 'linear' layer")
+        if set(self.opts["activation"].split("+")) & FEATURE_WISE:  # as RETURNN: the normalised axis goes last
+            return x.copy(name=self.name, dims=[d for d in x.dims if d != x.feature_dim] + [x.feature_dim])
         return x.copy(name=self.name)
 
     def emit(self, inputs):
