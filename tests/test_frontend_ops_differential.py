@@ -1,0 +1,411 @@
+"""The differential test of the frontend: every public op and module of `netcompiler.frontend` runs on TensorFlow
+(eager) and on PyTorch with the same inputs (ragged batches, garbage on the padded frames) and the same parameters
+(`rf.set_random_seed`), and the two must agree on the valid frames: outputs and gradients within 1e-5 (fp32),
+integer and bool outputs exactly (`frontend_harness.run_both`). Where the layer-dict backend can record the op,
+the case also runs through the network dict it becomes, which must give the direct TF losses and gradients
+(`test_backend_layers`'s helpers); the ops it refuses say why.
+
+`test_every_public_op_and_module_has_a_case` fails when `dir(rf)` has a callable with no case here and no entry
+in `EXCLUDED` (with the reason)."""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, Optional, Tuple
+
+import numpy as np
+import pytest
+
+from frontend_harness import HAVE_TORCH, Input, ragged_batch, run, run_both
+from netcompiler import frontend as rf
+from netcompiler.tensor import Dim, Tensor, batch_dim
+
+B = batch_dim
+T = Dim(None, name="time")
+S = Dim(None, name="labels")
+F = Dim(4, name="feat")
+C = Dim(5, name="cls")
+H = Dim(3, name="hidden")
+LENGTHS = {T: [5, 2, 4], S: [3, 1, 2]}
+ONE = Dim(1, name="one")
+WIN3 = Dim(3, name="win3")
+G4, G3, G2, H1 = Dim(12, name="gates4"), Dim(9, name="gates3"), Dim(6, name="gates2"), Dim(3, name="gates1")
+DEPTH = Dim(2, name="depth")
+
+X = {"x": Input([B, T, F])}
+XY = {"x": Input([B, T, F]), "y": Input([B, T, F])}
+LOGITS = {"logits": Input([B, T, C]), "labels": Input([B, T], "int32", sparse_dim=C)}
+LABELS = {"labels": Input([B, T], "int32", sparse_dim=C)}
+
+
+def _soft(x: Tensor) -> Tensor:
+    """The input squashed into (-3, 3), for ops that overflow on garbage-sized values."""
+    return rf.tanh(x) * 3.0
+
+
+def _pos(x: Tensor) -> Tensor:
+    """A positive input (>= 0.5), for logarithms and roots."""
+    return rf.abs(x) + 0.5
+
+
+class Params(rf.Module):
+    """Parameters of the given dims (named as the keywords), Glorot-initialised, for calling ops directly."""
+
+    def __init__(self, **dims):
+        super().__init__()
+        for name, param_dims in dims.items():
+            param = rf.Parameter(param_dims)
+            param.initial = rf.init.Glorot()
+            setattr(self, name, param)
+
+
+@dataclass
+class Case:
+    """One run of `call(model, **inputs)` (model: `build()`, or None) covering the frontend callables `ops`."""
+
+    ops: Tuple[str, ...]
+    call: Callable[..., Any]
+    inputs: Dict[str, Input] = field(default_factory=lambda: X)
+    build: Callable[[], Any] = lambda: None
+    training: bool = False
+    values: bool = True
+    """False for random ops: the backends draw different numbers, so only dims, dtypes and ranges compare."""
+    layer_dict: Optional[str] = None
+    """None: also run through the layer dict; "refused: why" where the dict backend refuses it (checked);
+    "not run: why" where this test does not run it there."""
+    xfail: Optional[str] = None
+
+    @property
+    def id(self) -> str:
+        return self.ops[0]
+
+
+def unary(name: str, prep=None, **kw) -> Case:
+    op = getattr(rf, name)
+    return Case((name,), (lambda m, x: op(prep(x))) if prep else (lambda m, x: op(x)), **kw)
+
+
+def module(name: str, build, call=None, inputs=None, **kw) -> Case:
+    return Case((name,), call or (lambda m, x: m(x)), inputs or X, build, **kw)
+
+
+def _tensors(result) -> Dict[str, Tensor]:
+    """An op's result (a Tensor, a tuple or dict of Tensors and Dims, nested) as name -> Tensor."""
+    if isinstance(result, Tensor):
+        return {"output": result}
+    flat: Dict[str, Tensor] = {}
+    items = result.items() if isinstance(result, dict) else enumerate(result)
+    for key, value in items:
+        if isinstance(value, Tensor):
+            flat[f"out{key}"] = value
+        elif isinstance(value, (tuple, list, dict)) and not isinstance(value, Dim):
+            flat.update({f"out{key}.{k}": v for k, v in _tensors(value).items()})
+    return flat
+
+
+def _call(case: Case):
+    return lambda model, **inputs: _tensors(case.call(model, **inputs))
+
+
+NOT_SCAN = "not run: a loop (rf.scan underneath) is refused by the layer-dict backend (see test_backend_layers)"
+
+CASES = [
+    # --- elementwise math ---------------------------------------------------------------------------------
+    *[unary(n) for n in ["abs", "cos", "sin", "elu", "erf", "gelu", "neg", "relu", "relu_square", "selu", "sigmoid",
+                         "log_sigmoid", "silu", "swish", "softplus", "tanh", "identity", "sign", "ceil", "floor",
+                         "round", "square", "stop_gradient", "is_finite"]],
+    *[unary(n, _soft) for n in ["exp", "expm1"]],
+    *[unary(n, _pos) for n in ["log", "log1p", "sqrt", "rsqrt", "safe_log"]],
+    Case(("logical_not",), lambda m, x: rf.logical_not(rf.compare(x, "greater", 0.0))),
+    Case(("activation",), lambda m, x: {a: rf.activation(x, a) for a in ["relu", "tanh", "sigmoid", "gelu"]}),
+    Case(("cast",), lambda m, x: {"int": rf.cast(x * 3.0, "int32"), "float": rf.cast(rf.cast(x, "int32"), "float32")}),
+    Case(("clip_by_value",), lambda m, x: rf.clip_by_value(x, -0.5, 0.5)),
+    Case(("combine",), lambda m, x, y: {k: rf.combine(x, k, y) for k in ["add", "sub", "mul"]} | {
+        "truediv": rf.combine(x, "truediv", _pos(y)), "scalar": rf.combine(x, "mul", 2.5)}, XY),
+    Case(("compare",), lambda m, x, y: {k: rf.compare(x, k, y) for k in ["less", "greater_equal", "equal"]}, XY),
+    Case(("maximum",), lambda m, x, y: rf.maximum(x, y), XY),
+    Case(("minimum",), lambda m, x, y: rf.minimum(x, y), XY),
+    Case(("where",), lambda m, x, y: rf.where(rf.compare(x, "greater", 0.0), x, y * 2.0), XY),
+    Case(("scaled_gradient",), lambda m, x: rf.scaled_gradient(x, -0.5)),
+    Case(("filtered_gradient",), lambda m, x: rf.filtered_gradient(x, 4.0, per=[B])),
+    # --- reductions and softmax (over the dynamic dim: masked) --------------------------------------------
+    Case(("reduce",), lambda m, x: {mode: rf.reduce(x, mode=mode, axis=T) for mode in ["sum", "mean", "max", "min"]}),
+    Case(("reduce_sum",), lambda m, x: rf.reduce_sum(x, axis=[T, F])),
+    Case(("reduce_mean",), lambda m, x: rf.reduce_mean(x, axis=T)),
+    Case(("reduce_max",), lambda m, x: rf.reduce_max(x, axis=T)),
+    Case(("reduce_min",), lambda m, x: rf.reduce_min(x, axis=T)),
+    Case(("reduce_argmax",), lambda m, x: rf.reduce_argmax(x, axis=T)),
+    Case(("moments",), lambda m, x: rf.moments(x, axis=T)),
+    Case(("softmax",), lambda m, x: {"time": rf.softmax(x, axis=T), "feat": rf.softmax(x, axis=F)}),
+    Case(("log_softmax",), lambda m, x: rf.log_softmax(x, axis=T)),
+    Case(("matmul",), lambda m, x, y: {"time": rf.matmul(x, y, reduce=T), "feat": rf.matmul(x, y, reduce=F)}, XY),
+    Case(("cumsum",), lambda m, x: {"fwd": rf.cumsum(x, axis=T), "rev": rf.cumsum(x, axis=T, reverse=True)}),
+    # --- shape and array ops ----------------------------------------------------------------------------------
+    Case(("concat",), lambda m, x, y: rf.concat((x, F), (y, F), out_dim=Dim(8, name="feat2")), XY),
+    Case(("convert_to_tensor",), lambda m, x: x * rf.convert_to_tensor(np.arange(4, dtype="float32"), dims=[F])),
+    Case(("dim_size_tensor",), lambda m, x: rf.dim_size_tensor(T)),
+    Case(("expand_dim",), lambda m, x: rf.expand_dim(x, Dim(1, name="one"))),
+    Case(("squeeze",), lambda m, x: rf.squeeze(rf.expand_dim(x, ONE), ONE)),
+    Case(("full",), lambda m, x: x + rf.full([F], 2.5)),
+    Case(("ones",), lambda m, x: x * rf.ones([F]) + rf.ones([C])),
+    Case(("zeros",), lambda m, x: x + rf.zeros([C])),
+    Case(("zeros_like",), lambda m, x: x + rf.zeros_like(x)),
+    Case(("gather",), lambda m, x, i: rf.gather(x, indices=i, axis=F), {**X, "i": Input([B], "int32", sparse_dim=F)}),
+    Case(("take_frames",), lambda m, x, i: rf.take_frames(x, indices=i, axis=T, clip_to_valid=True),
+         {**X, "i": Input([B, C], "int32", sparse_dim=C)}),
+    Case(("masked",), lambda m, x: rf.masked(x, [T], -7.0)),
+    Case(("sequence_mask",), lambda m, x: rf.sequence_mask([T], like=x)),
+    Case(("merge_dims",), lambda m, x: rf.merge_dims(x, dims=[F, T])),
+    Case(("merge_dims_packed",), lambda m, x: rf.merge_dims_packed(x, dims=[T, F])),
+    Case(("pack_padded",), lambda m, x: rf.pack_padded(x, dims=[B, T])),
+    Case(("permute",), lambda m, x: rf.permute(x, [F, T, B])),
+    Case(("range_over_dim",), lambda m, x: {"t": rf.range_over_dim(T) + rf.zeros([B], dtype="int32"), "f": x * rf.range_over_dim(F, dtype="float32")}),
+    Case(("replace_dim",), lambda m, x: rf.replace_dim(x, in_dim=F, out_dim=Dim(4, name="feat-renamed"))),
+    Case(("reverse_sequence",), lambda m, x: rf.reverse_sequence(x, axis=T)),
+    Case(("slice",), lambda m, x: rf.slice(x, axis=F, start=1, end=3, out_dim=Dim(2, name="mid"))),
+    Case(("split",), lambda m, x: rf.split(x, axis=F, out_dims=[Dim(1, name="a"), Dim(3, name="b")])),
+    Case(("split_dims",), lambda m, x: rf.split_dims(x, axis=F, dims=[Dim(2, name="hi"), Dim(2, name="lo")])),
+    Case(("stack",), lambda m, x, y: rf.stack([x, y], out_dim=Dim(2, name="pair")), XY),
+    Case(("one_hot",), lambda m, labels: rf.one_hot(labels), LABELS),
+    Case(("window",), lambda m, x: rf.window(x, axis=F, window_dim=Dim(2, name="win"), out_dim=Dim(3, name="wins"))),
+    Case(("pad",), lambda m, x: rf.pad(x, axes=[F], padding=[(1, 2)], out_dims=[Dim(7, name="padded")], value=0.5)),
+    # --- losses -------------------------------------------------------------------------------------------
+    Case(("cross_entropy",), lambda m, logits, labels: rf.cross_entropy(
+        estimated=logits, target=labels, axis=C, estimated_type="logits"), LOGITS),
+    Case(("softmax_cross_entropy_with_logits",), lambda m, logits, labels: rf.softmax_cross_entropy_with_logits(
+        logits=logits, targets=labels, axis=C), LOGITS),
+    Case(("binary_cross_entropy",), lambda m, x, y: rf.binary_cross_entropy(
+        from_logits=x, targets=rf.cast(rf.compare(y, "greater", 0.0), "float32")), XY),
+    Case(("label_smoothing",), lambda m, logits, labels: rf.label_smoothing(rf.softmax(logits, axis=C), 0.1, axis=C),
+         LOGITS),
+    Case(("ctc_loss",), lambda m, logits, targets: rf.ctc_loss(
+        logits=logits, targets=targets, input_spatial_dim=T, targets_spatial_dim=S, blank_index=4),
+         {"logits": Input([B, T, C]), "targets": Input([B, S], "int32", sparse_dim=Dim(4, name="labels-cls"))}),
+    Case(("ctc_decode",), lambda m, logits, labels: rf.ctc_decode(logits, spatial_dim=T, classes_dim=C), LOGITS),
+    Case(("collapse_repeated",), lambda m, labels: rf.collapse_repeated(labels, spatial_dim=T), LABELS),
+    Case(("edit_distance",), lambda m, labels, other: rf.edit_distance(labels, T, other, S),
+         {**LABELS, "other": Input([B, S], "int32", sparse_dim=C)}),
+    # --- normalization, attention, gating ---------------------------------------------------------------------
+    Case(("layer_norm",), lambda m, x: rf.layer_norm(x, in_dim=F, scale=m.scale, bias=m.bias, eps=1e-6),
+         build=lambda: Params(scale=[F], bias=[F])),
+    Case(("rms_norm",), lambda m, x: rf.rms_norm(x, in_dim=F, scale=m.scale, bias=None, eps=1e-6),
+         build=lambda: Params(scale=[F])),
+    Case(("normalize",), lambda m, x: rf.normalize(x, axis=F)),
+    Case(("dot_attention",), lambda m, x, y: rf.dot_attention(x, y, y * 2.0, key_dim=F, axis=T), XY),
+    Case(("gating",), lambda m, x: rf.gating(x, axis=F)),
+    # --- convolution and pooling (over the dynamic dim) -------------------------------------------------
+    Case(("conv",), lambda m, x: rf.conv(x, in_dim=F, out_dim=H, in_spatial_dims=[T], filter=m.filter,
+                                         filter_size=[WIN3], padding="same"),
+         build=lambda: Params(filter=[H, F, WIN3])),
+    Case(("transposed_conv",), lambda m, x: rf.transposed_conv(x, in_dim=F, out_dim=H, in_spatial_dims=[T],
+                                                               filter=m.filter, filter_size=[WIN3], padding="valid",
+                                                               strides=2),
+         build=lambda: Params(filter=[H, F, WIN3])),
+    Case(("pool",), lambda m, x: rf.pool(x, mode="avg", pool_size=[2], padding="same", in_spatial_dims=[T])),
+    Case(("pool1d",), lambda m, x: rf.pool1d(x, mode="max", pool_size=3, padding="same", strides=2, in_spatial_dim=T)),
+    Case(("pool2d",), lambda m, x: rf.pool2d(x, mode="avg", pool_size=(2, 2), padding="valid",
+                                             in_spatial_dims=[T, F]), {"x": Input([B, T, F, H])}),
+    Case(("pool3d",), lambda m, x: rf.pool3d(x, mode="max", pool_size=(2, 2, 1), padding="valid",
+                                             in_spatial_dims=[T, F, C]), {"x": Input([B, T, F, C, H])}),
+    Case(("max_pool",), lambda m, x: rf.max_pool(x, pool_size=2, padding="same", in_spatial_dims=[T])),
+    Case(("max_pool1d",), lambda m, x: rf.max_pool1d(x, pool_size=2, strides=1, in_spatial_dim=T)),
+    # --- recurrences ----------------------------------------------------------------------------------------
+    Case(("lstm",), lambda m, x: rf.lstm(x, state_h=rf.zeros([H]), state_c=rf.zeros([H]), ff_weight=m.ff,
+                                         rec_weight=m.rec, bias=m.bias, spatial_dim=T, in_dim=F, out_dim=H),
+         build=lambda: Params(ff=[F, G4], rec=[H, G4], bias=[G4])),
+    Case(("zoneout_lstm",), lambda m, x: rf.zoneout_lstm(
+        x, state_h=rf.zeros([H]), state_c=rf.zeros([H]), ff_weight=m.ff, rec_weight=m.rec, bias=m.bias,
+        spatial_dim=T, in_dim=F, out_dim=H, zoneout_cell=0.2, zoneout_output=0.1),
+         build=lambda: Params(ff=[F, G4], rec=[H, G4], bias=[G4]), layer_dict=NOT_SCAN),
+    Case(("gru",), lambda m, x: rf.gru(x, state=rf.zeros([H]), ff_weight=m.ff, rec_weight=m.rec, bias=m.bias,
+                                       spatial_dim=T, in_dim=F, out_dim=H),
+         build=lambda: Params(ff=[F, G3], rec=[H, G3], bias=[G3])),
+    Case(("rnn",), lambda m, x: rf.rnn(x, state=rf.zeros([H]), ff_weight=m.ff, rec_weight=m.rec, bias=m.bias,
+                                       spatial_dim=T, in_dim=F, out_dim=H),
+         build=lambda: Params(ff=[F, H1], rec=[H, H1], bias=[H1])),
+    Case(("rhn",), lambda m, x: rf.rhn(x, state=rf.zeros([H]), ff_weight=m.ff, bias=m.bias,
+                                       depth_weights=[m.d0, m.d1], spatial_dim=T, in_dim=F, out_dim=H),
+         build=lambda: Params(ff=[F, G2], bias=[G2], d0=[H, G2], d1=[H, G2]), layer_dict=NOT_SCAN),
+    Case(("lstm_step",), lambda m, x, h, c: rf.lstm_step(x, state_h=h, state_c=c, ff_weight=m.ff, rec_weight=m.rec,
+                                                         bias=m.bias, in_dim=F, out_dim=H),
+         {"x": Input([B, F]), "h": Input([B, H]), "c": Input([B, H])},
+         build=lambda: Params(ff=[F, G4], rec=[H, G4], bias=[G4])),
+    Case(("zoneout_lstm_step",), lambda m, x, h, c: rf.zoneout_lstm_step(
+        x, state_h=h, state_c=c, ff_weight=m.ff, rec_weight=m.rec, bias=m.bias, in_dim=F, out_dim=H,
+        zoneout_cell=0.2, zoneout_output=0.1),
+         {"x": Input([B, F]), "h": Input([B, H]), "c": Input([B, H])},
+         build=lambda: Params(ff=[F, G4], rec=[H, G4], bias=[G4])),
+    Case(("gru_step",), lambda m, x, h: rf.gru_step(x, state=h, ff_weight=m.ff, rec_weight=m.rec, bias=m.bias,
+                                                    in_dim=F, out_dim=H),
+         {"x": Input([B, F]), "h": Input([B, H])}, build=lambda: Params(ff=[F, G3], rec=[H, G3], bias=[G3])),
+    Case(("rnn_step",), lambda m, x, h: rf.rnn_step(x, state=h, ff_weight=m.ff, rec_weight=m.rec, bias=m.bias,
+                                                    in_dim=F, out_dim=H),
+         {"x": Input([B, F]), "h": Input([B, H])}, build=lambda: Params(ff=[F, H1], rec=[H, H1], bias=[H1])),
+    Case(("rhn_step",), lambda m, x, h: rf.rhn_step(x, state=h, ff_weight=m.ff, bias=m.bias, depth_weights=[m.d0],
+                                                    in_dim=F, out_dim=H),
+         {"x": Input([B, F]), "h": Input([B, H])}, build=lambda: Params(ff=[F, G2], bias=[G2], d0=[H, G2])),
+    # --- control flow ----------------------------------------------------------------------------------------
+    Case(("scan",), lambda m, x: rf.scan(lambda s, f: s * 0.5 + f, xs=x, spatial_dim=T, initial=rf.zeros([B, F])),
+         layer_dict=NOT_SCAN),
+    Case(("while_loop",), lambda m, x: rf.while_loop(
+        lambda s: rf.reduce_max(rf.abs(s["v"]), axis=[B, F]) < 50.0,
+        lambda s: {"v": s["v"] * 2.0, "n": s["n"] + 1}, {"v": x, "n": rf.convert_to_tensor(0, dtype="int32")}),
+         {"x": Input([B, F])}, layer_dict="refused: rf.while_loop is not supported on the layer-dict backend"),
+    Case(("cond",), lambda m, x: rf.cond(rf.reduce_sum(x, axis=[B, F]) > 0.0, lambda: x * 2.0, lambda: -x),
+         {"x": Input([B, F])}),
+    Case(("map_tensors",), lambda m, x, y: rf.map_tensors(rf.tanh, {"a": x, "b": [y]}), XY),
+    Case(("assert_equal", "with_dependencies"), lambda m, x: rf.with_dependencies(
+        x * 2.0, [rf.assert_equal(x, rf.identity(x), message="x differs from itself")])),
+    # --- randomness (different numbers per backend: dims, dtypes, ranges) ---------------------------------
+    Case(("dropout",), lambda m, x: rf.dropout(x, 0.3, axis=[F]), training=True, values=False),
+    Case(("random_uniform",), lambda m, x: x + rf.random_uniform([F], minval=-1.0, maxval=1.0), values=False),
+    Case(("random_normal",), lambda m, x: x + rf.random_normal([F], stddev=0.1), values=False),
+    Case(("random",), lambda m, x: x + rf.random([F], distribution="uniform"), values=False),
+    Case(("parameter_assign",), lambda m, x: _assign_and_read(m, x), {"x": Input([B, F])},
+         build=lambda: Params(p=[F]), layer_dict="refused: rf.parameter_assign is not supported on the layer-dict"),
+    # --- modules --------------------------------------------------------------------------------------------
+    module("Linear", lambda: rf.Linear(F, H)),
+    module("Embedding", lambda: rf.Embedding(C, H), lambda m, labels: m(labels), LABELS),
+    module("Conv1d", lambda: rf.Conv1d(F, H, 3, padding="same"), lambda m, x: m(x, in_spatial_dim=T)),
+    module("Conv2d", lambda: rf.Conv2d(F, H, (3, 2), padding="valid"), lambda m, x: m(x, in_spatial_dims=[T, C]),
+           {"x": Input([B, T, C, F])}),
+    module("Conv3d", lambda: rf.Conv3d(F, H, (2, 2, 2), padding="same"),
+           lambda m, x: m(x, in_spatial_dims=[C, ONE, DEPTH]),
+           {"x": Input([B, C, ONE, DEPTH, F])}),
+    module("TransposedConv1d", lambda: rf.TransposedConv1d(F, H, 3, padding="same", strides=2),
+           lambda m, x: m(x, in_spatial_dim=T)),
+    module("TransposedConv2d", lambda: rf.TransposedConv2d(F, H, (2, 2), padding="valid"),
+           lambda m, x: m(x, in_spatial_dims=[T, C]), {"x": Input([B, T, C, F])}),
+    module("LayerNorm", lambda: rf.LayerNorm(F)),
+    module("RMSNorm", lambda: rf.RMSNorm(F)),
+    module("GroupNorm", lambda: rf.GroupNorm(F, num_groups=2)),
+    module("Normalize", lambda: rf.Normalize(param_dims=[F]), lambda m, x: m(x, axis=F)),
+    module("BatchNorm", lambda: rf.BatchNorm(F), layer_dict="refused: rf.parameter_assign is not supported"),
+    Case(("BatchNorm:eval",), lambda m, x: m(x), build=lambda: rf.BatchNorm(F)),
+    module("Dropout", lambda: rf.Dropout(0.2)),
+    module("LSTM", lambda: rf.LSTM(F, H), lambda m, x: m(x, state=m.default_initial_state(batch_dims=[B]),
+                                                        spatial_dim=T)),
+    module("SelfAttention", lambda: rf.SelfAttention(F, H, key_dim_total=F, value_dim_total=F, num_heads=2),
+           lambda m, x: m(x, axis=T)),
+    module("Sequential", lambda: rf.Sequential(rf.Linear(F, H), rf.Functional(rf.relu), rf.Linear(H, C))),
+    Case(("Functional",), lambda m, x: m(x), build=lambda: rf.Functional(rf.tanh)),
+    module("ModuleList", lambda: rf.ModuleList(rf.Linear(F, F), rf.Linear(F, F)),
+           lambda m, x: rf.tanh(m[1](rf.tanh(m[0](x))))),
+    module("sequential", lambda: rf.ModuleList(rf.Linear(F, H), rf.Linear(H, C)),
+           lambda m, x: rf.sequential(x, *m)),
+    module("Parameter", lambda: Params(w=[F]), lambda m, x: x * m.w),
+    module("ParameterList", lambda: _param_list(), lambda m, x: x * m[0] + m[1]),
+    module("Module", lambda: _Custom(), lambda m, x: m(x)),
+]
+
+
+
+def _assign_and_read(model, x):
+    rf.parameter_assign(model.p, rf.reduce_mean(x, axis=B))
+    return x * model.p
+
+
+def _param_list():
+    params = [rf.Parameter([F]), rf.Parameter([F])]
+    for p in params:
+        p.initial = rf.init.Glorot()
+    return rf.ParameterList(*params)
+
+
+class _Custom(rf.Module):
+    """A user's module: a Linear and a Parameter of its own, a residual sum."""
+
+    def __init__(self):
+        super().__init__()
+        self.proj = rf.Linear(F, F)
+        self.gain = rf.Parameter([F])
+        self.gain.initial = rf.init.Glorot()
+
+    def __call__(self, x):
+        return x + rf.relu(self.proj(x)) * self.gain
+
+
+EXCLUDED = {
+    # run context, backend and randomness settings: the harness itself runs every case through them
+    "current_run_ctx": "the run context (no computation); every case runs inside one",
+    "get_run_ctx": "the run context (no computation); every case runs inside one",
+    "RunContext": "the run context (no computation); every case runs inside one",
+    "SizeTable": "the run context's table of dynamic sizes; every case's ragged lengths go through it",
+    "MarkedLoss": "a record of a marked loss (no computation); marked losses are compared in the layer-dict route",
+    "select_backend": "backend selection: the harness selects TF, then torch, for every case",
+    "select_backend_tf": "backend selection (see select_backend)",
+    "select_backend_torch": "backend selection (see select_backend)",
+    "selected_backend": "backend selection (see select_backend)",
+    "set_random_seed": "seeding: the harness seeds every case (the equal initial parameters show it works)",
+    "get_random_seed": "seeding (see set_random_seed)",
+    "dropout_broadcast_default": "a configuration flag (behavior_version), no computation",
+    "create_parameter": "the backend-level constructor rf.Parameter runs through: covered by every module case",
+    # the tensor types themselves
+    "Tensor": "the value type every case computes with",
+    "Data": "the template type of every Tensor",
+    "Dim": "the dim type every case addresses its ops by",
+    "State": "a container of loop/recurrent states (no computation); filled by the LSTM case",
+    "LstmState": "the container rf.LSTM's states come in (no computation); covered by the LSTM case",
+    "UserCodeResultError": "an exception type",
+    "masked_dims": "returns the list of Dims a reduction masks (no Tensor); covered by the reduce cases",
+    "shape_of": "returns the raw sizes of dims (backend scalars, no Tensor); covered by the ops that read sizes",
+    # the bridge to framework code in configs: raw values, no Tensor op to compare
+    "raw_for_user_code": "hands a raw framework value to config code (different types per backend by design)",
+    "tensor_from_user_code": "wraps a raw framework value from config code (see raw_for_user_code)",
+    "user_code_globals": "the names config code sees (no computation)",
+    # beam search and loop-body internals: need a beam run context / the loop-body builder; their own tests
+    "beam_step": "beam search internals, need a run context with a beam (tests/test_search.py)",
+    "best_rows": "beam search internals (see beam_step)",
+    "backtrack": "beam search internals (see beam_step)",
+    "gather_batch": "beam search internals (see beam_step)",
+    "initial_scores": "beam search internals (see beam_step)",
+    "sort_beams": "beam search internals (see beam_step)",
+    "tile_batch": "beam search internals (see beam_step)",
+    "step_frame": "loop-body internals of rec units (tests/test_loop_step_emission.py); rf.scan is the public loop",
+    "step_frames": "loop-body internals (see step_frame)",
+    "step_stack": "loop-body internals (see step_frame)",
+    "step_stack_stack": "loop-body internals (see step_frame)",
+    "step_stack_write": "loop-body internals (see step_frame)",
+}
+
+
+def _public_callables():
+    names = set()
+    for name in dir(rf):
+        obj = getattr(rf, name)
+        if name.startswith("_") or inspect.ismodule(obj) or not callable(obj):
+            continue
+        names.add(name)
+    return names
+
+
+def test_every_public_op_and_module_has_a_case():
+    covered = {op.split(":")[0] for case in CASES for op in case.ops}
+    missing = _public_callables() - covered - set(EXCLUDED)
+    assert not missing, f"frontend callables with no differential case and no reasoned exclusion: {sorted(missing)}"
+    stale = (covered | set(EXCLUDED)) - _public_callables()
+    assert not stale, f"cases or exclusions of names rf does not have: {sorted(stale)}"
+    assert not covered & set(EXCLUDED), "a name is both covered and excluded"
+
+
+def _params(case: Case):
+    return [pytest.param(case, id=case.id, marks=[pytest.mark.xfail(strict=True, reason=case.xfail)]
+                         if case.xfail else []) for case in CASES]
+
+
+@pytest.mark.parametrize("case", _params(None))
+def test_tf_and_torch_agree(case: Case):
+    batch = ragged_batch(case.inputs, {d: v for d, v in LENGTHS.items()
+                                       if any(d in i.dims for i in case.inputs.values())} or {T: LENGTHS[T]})
+    if case.values:
+        tf_result, torch_result = run_both(case.build, _call(case), batch, training=case.training)
+        assert tf_result.outputs, "the case computed nothing"
+        return
+    results = [run(b, case.build, _call(case), batch, training=case.training)
+               for b in (["tensorflow", "torch"] if HAVE_TORCH else ["tensorflow"])]
+    for name, value in results[0].outputs.items():
+        for other in results[1:]:
+            assert other.outputs[name].shape == value.shape and other.outputs[name].dtype == value.dtype
+            assert other.dims[name] == results[0].dims[name]
+            assert np.isfinite(other.outputs[name][other.valid[name]]).all()
