@@ -106,7 +106,8 @@ class ConstantLayer(LayerBase):
 
     Options: `value` (0.0), `dtype` (None: bool for bools, int32 for ints (int64 if one does not fit),
     float32 otherwise; a NumPy array keeps its own dtype), `with_batch_dim` (False: adds a leading
-    batch axis, the value repeated per sequence; the network must read some input that has the batch size).
+    batch axis, the value repeated per sequence; the network must read some input that has the batch size:
+    a deliberate departure, RETURNN builds it without one and fails only when run).
     A list value gets static axes '<layer>:dim<i>', its last axis is the feature dim '<layer>:feature'.
     "from" is ignored (as in RETURNN).
     """
@@ -168,9 +169,13 @@ class VariableLayer(LayerBase):
     """A parameter of shape `shape`, output as it is (repeated per sequence if the batch axis is added).
 
     Options: `shape` (list of ints or static Dims, required), `dtype` ("float32"), `add_batch_axis`
-    (True), `add_time_axis` (False: a leading time axis '<layer>:time' of size 1, after the batch
-    axis), `trainable` (True), `init` (0). The parameter is named "param" (RETURNN names it after the
-    layer; the layer's own name is already its scope here). Axes from ints are named as in `constant`.
+    (False, as in RETURNN), `add_time_axis` (False: a leading spatial axis '<layer>:time' of size 1, after
+    the batch axis; like every static axis, not the output's time axis), `trainable` (True), `init` (0).
+    The parameter is named after the layer, as RETURNN names it: layer "v" has the checkpoint variable
+    "v/v". Axes from ints are named as in `constant`.
+
+    Deliberate departure: `add_batch_axis=True` in a network that reads no extern data is refused (RETURNN
+    builds it with a batch size nothing determines, and fails only when run).
     """
 
     layer_class = "variable"
@@ -178,7 +183,7 @@ class VariableLayer(LayerBase):
     options = {
         "shape": Option(types=(list, tuple), doc="sizes (ints) or static Dims"),
         "dtype": Option("float32", (str,)),
-        "add_batch_axis": Option(True, (bool,)),
+        "add_batch_axis": Option(False, (bool,)),
         "add_time_axis": Option(False, (bool,)),
         "trainable": Option(True, (bool,)),
         "init": Option(0, (str, dict) + NUMBER),
@@ -190,13 +195,11 @@ class VariableLayer(LayerBase):
     def make_output(self):
         dtype = check_dtype(self, self.opts["dtype"])
         dims = self.param_dims()
-        roles = {}
         if self.opts["add_time_axis"]:
-            roles["time_dim"] = self.time_dim()
-            dims = (roles["time_dim"],) + dims
+            dims = (self.time_dim(),) + dims
         if self.opts["add_batch_axis"]:
             dims = (batch_dim,) + dims
-        return Data(self.name, dims, dtype, **roles)
+        return Data(self.name, dims, dtype, time_dim=None)  # static axes only: no time axis, as in RETURNN
 
     def param_dims(self) -> Tuple[Dim, ...]:
         return static_dims(self, self.opts["shape"], "shape")
@@ -205,11 +208,17 @@ class VariableLayer(LayerBase):
         """The time axis `add_time_axis` adds."""
         return self.new_dim(1, SPATIAL, f"{self.name}:time")
 
+    @property
+    def param_name(self) -> str:
+        """The parameter's name in the layer's scope: the layer's own name (without its subnetwork path)."""
+        return self.name.rsplit("/", 1)[-1]
+
     def make_params(self):
-        return {"param": ParamSpec(self.param_dims(), self.opts["init"], self.opts["dtype"], self.opts["trainable"])}
+        return {self.param_name: ParamSpec(self.param_dims(), self.opts["init"], self.opts["dtype"],
+                                           self.opts["trainable"])}
 
     def emit(self, inputs):
-        y = inputs.param("param")
+        y = inputs.param(self.param_name)
         if self.opts["add_time_axis"]:
             y = rf.expand_dim(y, self.time_dim(), axis=0)
         return tile_over_batch(self, inputs, y) if self.opts["add_batch_axis"] else y

@@ -263,7 +263,7 @@ def test_demo_dict_layers_and_classes():
     # every layer's template is the one the op computed
     for name, op in model.layer_dict.ops.items():
         assert model.network.layers[name].output.dims == op.template.dims, name
-    # parameter names: the model's, and the built network's "<layer>/param"
+    # parameter names: the model's, and the built network's "<layer>/<layer>"
     assert set(model.params) == {"layer1.weight", "layer1.bias", "layer2.weight", "layer2.bias"}
     assert set(model.compiled.params) == {param_checkpoint_name(n) for n in model.params}
 
@@ -354,7 +354,7 @@ def test_without_catalogue_every_op_is_generic_and_the_numbers_stay():
 # --- parameters and checkpoints ---------------------------------------------------------------------------
 def test_param_name_mapping():
     assert param_layer_name("layer1.weight") == "layer1.weight"
-    assert param_checkpoint_name("layer1.weight") == "layer1.weight/param"
+    assert param_checkpoint_name("layer1.weight") == "layer1.weight/layer1.weight"
     assert param_layer_name("enc/0.bias") == "enc.0.bias"  # no "/" in a top-level layer name
 
 

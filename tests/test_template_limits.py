@@ -158,17 +158,24 @@ def test_the_template_check_needs_no_tensorflow():
 
 # --- a batch axis from nowhere ----------------------------------------------------------------------------
 @pytest.mark.parametrize("layer", [{"class": "constant", "value": 1.0, "with_batch_dim": True},
-                                   {"class": "variable", "shape": [3], "add_batch_axis": True},
-                                   {"class": "variable", "shape": [3]}])  # add_batch_axis is True by default
+                                   {"class": "variable", "shape": [3], "add_batch_axis": True}])
 def test_batch_axis_without_any_input(layer):
+    # a deliberate departure: RETURNN builds these with a batch size that nothing determines
     refused({"output": layer}, "layer 'output'", "batch axis", "reads no extern data", "add_batch_axis=False")
+
+
+def test_variable_has_no_batch_axis_by_default():
+    # as in RETURNN (add_batch_axis=False): a network of only a variable builds
+    net = build_from_dict({"output": {"class": "variable", "shape": [3]}}, EXTERN)
+    assert [d.size for d in net.layers["output"].output.dims] == [3]
 
 
 def test_batch_axis_with_an_input_somewhere():
     net = {"c": {"class": "constant", "value": 1.0, "with_batch_dim": True},
            "output": {"class": "combine", "kind": "add", "from": ["c", "data"]}}
     build_from_dict(net, EXTERN)
-    net = {"v": {"class": "variable", "shape": [5], "is_output_layer": True}, "output": {"class": "copy"}}
+    net = {"v": {"class": "variable", "shape": [5], "add_batch_axis": True, "is_output_layer": True},
+           "output": {"class": "copy"}}
     build_from_dict(net, EXTERN)  # another layer reads the data: the batch size is known
     build_from_dict({"output": {"class": "constant", "value": 1.0}}, EXTERN)
 

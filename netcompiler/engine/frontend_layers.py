@@ -5,9 +5,9 @@ The model's train_step runs once on a probe batch with the op recorder set; the 
 marked losses become a network dict, which `build_network` builds and `CompiledNetwork` emits. Parameters keep
 the model's names (`layer1.weight`) in `params` and checkpoints, so checkpoints are interchangeable with the
 model run directly on TensorFlow (`FrontendModel`); in the built network the parameter of `layer1.weight` is
-`layer1.weight/param` (`param_checkpoint_name`). The probe runs in training and in evaluation: an op that reads
-the flag itself (`rf.dropout`) reads it again at each run, but model code whose ops differ between the two (a
-Python `if` on the flag) is refused. Python decisions on the probe's values are frozen in the dict.
+`layer1.weight/layer1.weight` (`param_checkpoint_name`). The probe runs in training and in evaluation: an op
+that reads the flag itself (`rf.dropout`) reads it again at each run, but model code whose ops differ between the
+two (a Python `if` on the flag) is refused. Python decisions on the probe's values are frozen in the dict.
 """
 
 from __future__ import annotations

@@ -216,16 +216,19 @@ CASES = [
          "[B, T|'time:classes'] sparse 'classes:sparse'(4) int64",
          reference=out(lambda x, n, p: x["classes"].astype("int64"))),
     # variable
-    case("variable-vector", {"class": "variable", "shape": [3]}, "[B, F|'output:feature'(3)] float32",
-         params={"output": {"param": (3,)}}, reader=READ_DATA,
-         reference=out(lambda x, n, p: _tile(p["output/param"], x))),
+    case("variable-vector", {"class": "variable", "shape": [3]}, "[F|'output:feature'(3)] float32",
+         params={"output": {"output": (3,)}}, reference=out(lambda x, n, p: p["output/output"])),
+    case("variable-vector-batch", {"class": "variable", "shape": [3], "add_batch_axis": True},
+         "[B, F|'output:feature'(3)] float32", params={"output": {"output": (3,)}}, reader=READ_DATA,
+         reference=out(lambda x, n, p: _tile(p["output/output"], x))),
     case("variable-time-no-batch", {"class": "variable", "shape": (2, 3), "add_batch_axis": False,
                                     "add_time_axis": True, "init": "glorot_uniform"},
-         "[T|'output:time'(1), 'output:dim0'(2), F|'output:feature'(3)] float32",
-         params={"output": {"param": (2, 3)}}, reference=out(lambda x, n, p: p["output/param"][None])),
-    case("variable-dim-shape", {"class": "variable", "shape": [HIDDEN], "trainable": False, "dtype": "float64"},
-         "[B, F|'hidden'(4)] float64", params={"output": {"param": (4,)}}, reader=READ_DATA,
-         reference=out(lambda x, n, p: _tile(p["output/param"], x))),
+         "['output:time'(1), 'output:dim0'(2), F|'output:feature'(3)] float32",
+         params={"output": {"output": (2, 3)}}, reference=out(lambda x, n, p: p["output/output"][None])),
+    case("variable-dim-shape", {"class": "variable", "shape": [HIDDEN], "trainable": False, "dtype": "float64",
+                                "add_batch_axis": True},
+         "[B, F|'hidden'(4)] float64", params={"output": {"output": (4,)}}, reader=READ_DATA,
+         reference=out(lambda x, n, p: _tile(p["output/output"], x))),
 ]
 
 ERROR_CASES = [

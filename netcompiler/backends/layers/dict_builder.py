@@ -2,8 +2,9 @@
 
 Parameter names: a model parameter with checkpoint name "layer1.weight" (its `named_parameters` path) is the
 `variable` layer "layer1.weight" (`param_layer_name`), whose parameter in the built network is
-"layer1.weight/param" (`param_checkpoint_name`). The step model on this path keeps the frontend's names for its
-checkpoints, so a checkpoint written by the model run directly loads here and the other way round.
+"layer1.weight/layer1.weight" (`param_checkpoint_name`: RETURNN names a variable layer's parameter after the
+layer). The step model on this path keeps the frontend's names for its checkpoints, so a checkpoint written by
+the model run directly loads here and the other way round.
 """
 
 from __future__ import annotations
@@ -29,8 +30,9 @@ def param_layer_name(checkpoint_name: str) -> str:
 
 
 def param_checkpoint_name(checkpoint_name: str) -> str:
-    """The name the built network gives the parameter of that `variable` layer ("layer1.weight/param")."""
-    return f"{param_layer_name(checkpoint_name)}/param"
+    """The name the built network gives the parameter of that `variable` layer ("layer1.weight/layer1.weight")."""
+    layer = param_layer_name(checkpoint_name)
+    return f"{layer}/{layer}"
 
 
 @dataclass
