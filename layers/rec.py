@@ -83,6 +83,12 @@ _RESTRICTED = {
 }
 
 
+def unit_param(key: str) -> str:
+    """The name of a built-in unit's parameter `key` within its layer: RETURNN creates a rec layer's (and an
+    rnn_cell's) cell variables in the variable scope "rec", so the checkpoint name is "<layer>/rec/<key>"."""
+    return f"rec/{key}"
+
+
 _FINAL_STATES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 """EmitContext -> {id(layer): the layer's state after its last step} (read by `get_last_hidden_state`)."""
 
@@ -158,26 +164,29 @@ class BuiltinUnit:
 
     def unit_params(self, kind: UnitKind, unit_opts: Dict[str, Any], in_dim: Dim, out_dim: Dim, forward: Any,
                     recurrent: Any, bias: Any) -> Dict[str, ParamSpec]:
-        """The parameters (None inits: the defaults). rhn: "W", "b" and "depth_<l>/W" (one per depth layer)."""
+        """The parameters (None inits: the defaults), under "rec/" as RETURNN's cell scope names them ("rec/W",
+        "rec/W_re", "rec/b"; rhn: "rec/W", "rec/b" and "rec/depth_<l>/W", one per depth layer)."""
         gates = self.new_dim(kind.blocks * out_dim.size, FEATURE, f"{self.name}:{kind.name}-gates")
         forward = "glorot_uniform" if forward is None else forward
         recurrent = forward if recurrent is None else recurrent
-        specs = {"W": ParamSpec((in_dim, gates), forward), "b": ParamSpec((gates,), 0.0 if bias is None else bias)}
+        specs = {unit_param("W"): ParamSpec((in_dim, gates), forward),
+                 unit_param("b"): ParamSpec((gates,), 0.0 if bias is None else bias)}
         if kind is RHN:
-            return {**specs, **{f"depth_{i}/W": ParamSpec((out_dim, gates), recurrent)
+            return {**specs, **{unit_param(f"depth_{i}/W"): ParamSpec((out_dim, gates), recurrent)
                                 for i in range(unit_opts["depth"])}}
-        return {**specs, "W_re": ParamSpec((out_dim, gates), recurrent)}
+        return {**specs, unit_param("W_re"): ParamSpec((out_dim, gates), recurrent)}
 
     @staticmethod
     def state_keys(kind: UnitKind) -> Tuple[str, ...]:
         return ("c", "h") if kind in (LSTM, ZONEOUT_LSTM) else ("h",)
 
     def _unit_args(self, inputs, kind: UnitKind, unit_opts: Dict[str, Any], in_dim: Dim, out_dim: Dim):
-        args = {"ff_weight": inputs.param("W"), "bias": inputs.param("b"), "in_dim": in_dim, "out_dim": out_dim}
+        args = {"ff_weight": inputs.param(unit_param("W")), "bias": inputs.param(unit_param("b")), "in_dim": in_dim,
+                "out_dim": out_dim}
         if kind is RHN:
-            args["depth_weights"] = [inputs.param(f"depth_{i}/W") for i in range(unit_opts["depth"])]
+            args["depth_weights"] = [inputs.param(unit_param(f"depth_{i}/W")) for i in range(unit_opts["depth"])]
         else:
-            args["rec_weight"] = inputs.param("W_re")
+            args["rec_weight"] = inputs.param(unit_param("W_re"))
         if kind in (LSTM, ZONEOUT_LSTM):
             args["forget_bias"] = unit_opts["forget_bias"]
         if kind is ZONEOUT_LSTM:
@@ -235,14 +244,15 @@ class RecLayer(LoopUnit, BuiltinUnit, LayerBase):
     time included, is the input's own Dim, and the iterated axis is the output's time dim. A
     sparse input is embedded (rows of W), as in `linear`.
 
-    Parameters (checkpoint names), with in = input features (classes if sparse), n = n_out:
-    "W" [in, k*n] (input weights), "W_re" [n, k*n] (recurrent weights), "b" [k*n]. The k blocks
+    Parameters (checkpoint names "<layer>/rec/<param>", as RETURNN's cell variables are named), with in = input
+    features (classes if sparse), n = n_out:
+    "rec/W" [in, k*n] (input weights), "rec/W_re" [n, k*n] (recurrent weights), "rec/b" [k*n]. The k blocks
     along the last axis follow Keras (so Keras and TF's fused kernels read them as they are):
     lstm (k=4): input gate i, forget gate f, cell candidate c, output gate o;
     gru (k=3): update gate z, reset gate r, candidate h, with the reset gate applied to the state
     before the recurrent matmul (Keras `reset_after=False`, TF 1's GRUCell; one bias);
     basicrnn (k=1): h[t] = activation(x W + h[t-1] W_re + b); zoneoutlstm as lstm; rhn (k=2: candidate h,
-    transform gate t): "W", "b" and "depth_<l>/W" [n, 2n] for each depth layer l instead of "W_re".
+    transform gate t): "rec/W", "rec/b" and "rec/depth_<l>/W" [n, 2n] for each depth layer l instead of "rec/W_re".
     Gates use the logistic sigmoid; the state starts at zero. `get_last_hidden_state` reads the final state.
 
     A unit that is a network dict (training and forward mode; no search yet) is a loop body

@@ -9,7 +9,7 @@ from netcompiler.layer_base import NONE_TYPE, LayerBase, Option, ParamSpec
 from netcompiler.tensor import Data, Dim, Tensor
 
 from .cum_concat import in_loop_step
-from .rec import INIT_TYPES, BuiltinUnit, RecLayer, UnitKind, final_state_of, record_final_state
+from .rec import INIT_TYPES, BuiltinUnit, RecLayer, UnitKind, final_state_of, record_final_state, unit_param
 
 _STATE_VALUES = (None, 0, 1, "zeros", "ones", "var")
 
@@ -23,15 +23,16 @@ class RnnCellLayer(BuiltinUnit, LayerBase):
     (`unit_opts` zoneout_factor_cell/zoneout_factor_output; forget_bias 1.0, as TF's LSTMCell inside RETURNN's
     ZoneoutLSTMCell), "rhn" (recurrent highway net, `unit_opts` depth (5)); any case, a trailing "Cell" allowed),
     `n_out` (required), `unit_opts` (as `rec`), `initial_state` (None, 0 or "zeros"; 1 or "ones"; "var": a
-    trainable vector per state part, parameter "initial_<c|h>" for the LSTMs, "initial_var" otherwise; for the
+    trainable vector per state part, parameter "rec/initial_<c|h>" for the LSTMs, "rec/initial_var" otherwise; for the
     LSTMs also a dict {"c": ..., "h": ...} or a list [c, h] of those; layers and "keep_over_epoch" are not
     supported yet), `weights_init` ("xavier": glorot_uniform; for "W" and the recurrent weights).
     `initial_output` must be None (RETURNN: set initial_state instead).
 
     The state is the unit's: "c" and "h" for the LSTMs, else "h" (the output). Inside a loop it is a step state
     `get_last_hidden_state` reads it. Parameters: those of
-    `rec` with the same unit ("W", "W_re", "b"; rhn: "W", "b", "depth_<l>/W"), in the same layout, so a cell
-    step equals one frame of `rec` with the same weights; under a rec unit "<rec>/rec/<cell>/W".
+    `rec` with the same unit ("rec/W", "rec/W_re", "rec/b"; rhn: "rec/W", "rec/b", "rec/depth_<l>/W"), in the same
+    layout, so a cell step equals one frame of `rec` with the same weights; under a rec unit
+    "<rec>/rec/<cell>/rec/W" (RETURNN's names).
     """
 
     layer_class = "rnn_cell"
@@ -86,7 +87,7 @@ class RnnCellLayer(BuiltinUnit, LayerBase):
         return specs
 
     def _var_name(self, kind: UnitKind, key: str) -> str:
-        return f"initial_{key}" if len(self.state_keys(kind)) > 1 else "initial_var"
+        return unit_param(f"initial_{key}" if len(self.state_keys(kind)) > 1 else "initial_var")
 
     def make_params(self) -> Dict[str, ParamSpec]:
         kind, unit_opts = self._resolve_unit(self.opts["unit"])

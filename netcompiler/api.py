@@ -2,7 +2,7 @@
 
     net = netcompiler.load_network("configs/demo-12ax-lstm.py")    # or a config dict
     net.layers["lstm"]                       # the template (Data) of a layer
-    net.params["lstm/W"]                     # a parameter's value as a NumPy array (settable)
+    net.params["lstm/rec/W"]                 # a parameter's value as a NumPy array (settable)
     out = net.forward({"data": x}, {"data": lengths})
     out["output"].value, out["output"].template, out["output"].sizes
 

@@ -13,8 +13,8 @@ NET = {"hidden": {"class": "linear", "n_out": 3, "activation": "tanh", "from": "
 def test_load_network_from_a_shipped_config_file():
     net = netcompiler.load_network("configs/demo-12ax-lstm.py")
     assert net.layers["lstm"].describe() == "[B, T|'time:data', F|'lstm:feature'(10)]"
-    assert sorted(net.params) == ["lstm/W", "lstm/W_re", "lstm/b", "output/W", "output/b"]
-    assert net.params["lstm/W"].shape == (9, 40)
+    assert sorted(net.params) == ["lstm/rec/W", "lstm/rec/W_re", "lstm/rec/b", "output/W", "output/b"]
+    assert net.params["lstm/rec/W"].shape == (9, 40)
 
 
 def test_forward_without_the_loss_target_gives_what_the_inputs_allow():

@@ -36,7 +36,7 @@ def test_explicit_lstm_equals_the_builtin_unit_with_the_same_weights(unit):
     network = build_from_dict(_explicit_and_builtin(unit), EXTERN)
     model = CompiledNetwork(network)
     for name in ("W", "W_re", "b"):
-        model.params[f"loop/rec/cell/{name}"].assign(model.params[f"builtin/{name}"])
+        model.params[f"loop/rec/cell/rec/{name}"].assign(model.params[f"builtin/rec/{name}"])
     ctx = model.forward({"data": _batch()}, {"data": LENGTHS}, training=False)
     layers = {layer.name: layer for layer in network.all_layers()}
     explicit = ctx.value(layers["loop"]).raw.numpy()
@@ -57,7 +57,7 @@ def test_zoneout_in_training_keeps_whole_units_and_factor_one_keeps_the_initial_
     model = CompiledNetwork(network)
     x = _batch()
     y = model.forward({"data": x}, {"data": LENGTHS}, training=True).value(network.layers["zo"]).raw.numpy()
-    W, W_re, b = (model.params[f"zo/{k}"].numpy() for k in ("W", "W_re", "b"))
+    W, W_re, b = (model.params[f"zo/rec/{k}"].numpy() for k in ("W", "W_re", "b"))
     # the state never changes: every frame is one LSTM step from the zero state (TF LSTMCell: forget_bias 1)
     for i, n in enumerate(LENGTHS):
         want = np.stack([lstm_states(x[i, t:t + 1], W, W_re, b, forget_bias=1.0)[0][0] for t in range(n)])
@@ -70,8 +70,8 @@ def test_parameter_names_follow_the_rec_unit():
                  "initial_state": "var"},
         "output": {"class": "copy", "from": "cell"}}}, "output": {"class": "copy", "from": "loop"}}
     model = CompiledNetwork(build_from_dict(net, EXTERN))
-    assert set(model.params) == {"loop/rec/cell/W", "loop/rec/cell/b", "loop/rec/cell/depth_0/W",
-                                 "loop/rec/cell/depth_1/W", "loop/rec/cell/initial_var"}
+    assert set(model.params) == {"loop/rec/cell/rec/W", "loop/rec/cell/rec/b", "loop/rec/cell/rec/depth_0/W",
+                                 "loop/rec/cell/rec/depth_1/W", "loop/rec/cell/rec/initial_var"}
 
 
 def test_a_cell_loop_traces_once():

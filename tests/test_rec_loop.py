@@ -122,7 +122,7 @@ def test_a_builtin_rec_unit_in_a_loop_body_is_one_step_of_it():
                               d != network.layers["loop"].output.time_dim)
     model = CompiledNetwork(network)
     for name in ("W", "W_re", "b"):
-        model.params[f"loop/rec/output/{name}"].assign(model.params[f"outer/{name}"])
+        model.params[f"loop/rec/output/rec/{name}"].assign(model.params[f"outer/rec/{name}"])
     x = np.random.RandomState(3).randn(3, 5, 6).astype("float32")
     ctx = model.forward({"data": x}, {"data": np.array([5, 2, 4], "int32")}, training=False)
     inner, outer = ctx.value(network.layers["loop"]).raw.numpy(), ctx.value(network.layers["outer"]).raw.numpy()

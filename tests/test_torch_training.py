@@ -258,7 +258,7 @@ def test_restore_names_parameters_that_differ(tmp_path):
         manager.restore(manager.latest_path(), {"model": wider.params})
     message = str(info.value)
     assert "does not match the network" in message
-    assert "lstm/W_re: checkpoint (10, 40), network (12, 48)" in message
+    assert "lstm/rec/W_re: checkpoint (10, 40), network (12, 48)" in message
     renamed = dict(wider.params)
     renamed["extra/W"] = renamed.pop("output/b")
     with pytest.raises(CheckpointError, match=r"missing in the checkpoint: extra/W.*network does not have: output/b"):

@@ -28,7 +28,7 @@ def out(source):
 
 
 def lstm_params(n_in, n):
-    return {"W": (n_in, 4 * n), "W_re": (n, 4 * n), "b": (4 * n,)}
+    return {"rec/W": (n_in, 4 * n), "rec/W_re": (n, 4 * n), "rec/b": (4 * n,)}
 
 
 # --- NumPy references: one sequence at a time, step by step -------------------------------------------
@@ -63,7 +63,7 @@ def _unit_steps(unit, x, W, W_re, b, forget_bias=0.0, activation=np.tanh):
 def np_rec(x, lengths, p, name, unit="lstm", direction=1, classes=None, **unit_args):
     """rec over batch-major x [B, T, in] (sparse: [B, T] ids of `classes`): each sequence cut to its
     length, run forward (or reversed and back for direction -1), zeros after its end."""
-    W, W_re, b = (p[f"{name}/{key}"] for key in ("W", "W_re", "b"))
+    W, W_re, b = (p[f"{name}/rec/{key}"] for key in ("W", "W_re", "b"))
     if classes is not None:
         x = np.eye(classes)[x]
     out = np.zeros(x.shape[:2] + (W_re.shape[0],))
@@ -116,12 +116,12 @@ CASES = [
               reference=lambda x, lengths, p: {"lstm": np_rec(x["data"], lengths["data"], p, "lstm")}),
     LayerCase("rec-gru-any-case", {"gru": rec(3, "GRU"), **out("gru")},
               {"gru": f"[B, {T}, F|'gru:feature'(3)] float32"},
-              params={"gru": {"W": (6, 9), "W_re": (3, 9), "b": (9,)}},
+              params={"gru": {"rec/W": (6, 9), "rec/W_re": (3, 9), "rec/b": (9,)}},
               reference=lambda x, lengths, p: {"gru": np_rec(x["data"], lengths["data"], p, "gru", unit="gru")}),
     LayerCase("rec-basicrnn-cell-suffix", {"rnn": rec(4, "BasicRNNCell", unit_opts={"activation": "relu"}),
                                            **out("rnn")},
               {"rnn": f"[B, {T}, F|'rnn:feature'(4)] float32"},
-              params={"rnn": {"W": (6, 4), "W_re": (4, 4), "b": (4,)}},
+              params={"rnn": {"rec/W": (6, 4), "rec/W_re": (4, 4), "rec/b": (4,)}},
               reference=lambda x, lengths, p: {"rnn": np_rec(x["data"], lengths["data"], p, "rnn", unit="rnn",
                                                              activation=_relu)}),
     LayerCase("rec-backward-nativelstm2-forget-bias",
@@ -143,13 +143,13 @@ CASES = [
                                                                 classes=4)}),
     LayerCase("rec-gru-backward-sparse", {"output": rec(3, "gru", "data:classes", direction=-1)},
               {"output": "[B, T|'time:classes', F|'output:feature'(3)] float32"},
-              params={"output": {"W": (4, 9), "W_re": (3, 9), "b": (9,)}},
+              params={"output": {"rec/W": (4, 9), "rec/W_re": (3, 9), "rec/b": (9,)}},
               reference=lambda x, lengths, p: {"output": np_rec(x["classes"], lengths["classes"], p, "output",
                                                                 unit="gru", direction=-1, classes=4)}),
     LayerCase("rec-rnn-backward-two-sources",
               {"pre": lin(2), "output": rec(3, "rnn", ["data", "pre"], direction=-1)},
               {"output": f"[B, {T}, F|'output:feature'(3)] float32"},
-              params={"output": {"W": (8, 3), "W_re": (3, 3), "b": (3,)}},
+              params={"output": {"rec/W": (8, 3), "rec/W_re": (3, 3), "rec/b": (3,)}},
               reference=lambda x, lengths, p: {"output": np_rec(
                   np.concatenate([x["data"], _linear(x["data"], p, "pre")], -1), lengths["data"], p, "output",
                   unit="rnn", direction=-1)}),

@@ -71,11 +71,11 @@ def last(x, lengths, fn):
 
 
 def lstm_p(p, name):
-    return [p[f"{name}/{k}"] for k in ("W", "W_re", "b")]
+    return [p[f"{name}/rec/{k}"] for k in ("W", "W_re", "b")]
 
 
 def lstm_params(n_in, n):
-    return {"W": (n_in, 4 * n), "W_re": (n, 4 * n), "b": (4 * n,)}
+    return {"rec/W": (n_in, 4 * n), "rec/W_re": (n, 4 * n), "rec/b": (4 * n,)}
 
 
 def loop(unit, source="data", **opts):
@@ -101,7 +101,7 @@ def _lstm_in_loop_ref(x, lengths, p):
 # --- outside a loop: rnn_cell over time; final states of rnn_cell and rec ------------------------------------------
 def _outside_ref(x, lengths, p):
     x, lengths = x["data"], lengths["data"]
-    gru = [p[f"gru/{k}"] for k in ("W", "W_re", "b")]
+    gru = [p[f"gru/rec/{k}"] for k in ("W", "W_re", "b")]
     rec = lstm_p(p, "rec")
     return {"gru": per_seq(x, lengths, lambda s: gru_states(s, *gru)),
             "gru_last": last(x, lengths, lambda s: gru_states(s, *gru)),
@@ -113,7 +113,7 @@ def _outside_ref(x, lengths, p):
 def _initial_state_ref(x, lengths, p):
     x, lengths = x["data"], lengths["data"]
     W = lstm_p(p, "cell")
-    h0 = p["cell/initial_h"]
+    h0 = p["cell/rec/initial_h"]
     return {"cell": per_seq(x, lengths, lambda s: lstm_states(s, *W, h0=h0, c0=np.ones(4))[0])}
 
 
@@ -133,7 +133,7 @@ def _rhn_ref(x, lengths, p):
     x, lengths = x["data"], lengths["data"]
 
     def run(s, name):
-        return rhn_states(s, p[f"{name}/W"], p[f"{name}/b"], [p[f"{name}/depth_{d}/W"] for d in range(2)])
+        return rhn_states(s, p[f"{name}/rec/W"], p[f"{name}/rec/b"], [p[f"{name}/rec/depth_{d}/W"] for d in range(2)])
     return {"rhn": per_seq(x, lengths, lambda s: run(s, "rhn")),
             "loop": per_seq(x, lengths, lambda s: run(s, "loop/rec/cell"))}
 
@@ -144,7 +144,7 @@ def _spellings_ref(x, lengths, p):
             for name in ("lstmp", "lowmem")}
 
 
-RHN_PARAMS = {"W": (6, 6), "b": (6,), "depth_0/W": (3, 6), "depth_1/W": (3, 6)}
+RHN_PARAMS = {"rec/W": (6, 6), "rec/b": (6,), "rec/depth_0/W": (3, 6), "rec/depth_1/W": (3, 6)}
 ZO_OPTS = {"zoneout_factor_cell": 0.3, "zoneout_factor_output": 0.2}
 
 CASES = [
@@ -164,14 +164,14 @@ CASES = [
         "output": {"class": "copy", "from": "gru"}},
         {"gru": f"[B, {T}, F|'gru:feature'(3)] float32", "gru_last": "[B, F|'gru_last:feature'(3)] float32",
          "rec_last": "[B, F|'rec_last:feature'(8)] float32", "rec_h": "[B, F|'rec_h:feature'(4)] float32"},
-        params={"gru": {"W": (6, 9), "W_re": (3, 9), "b": (9,)}, "rec": lstm_params(6, 4)},
+        params={"gru": {"rec/W": (6, 9), "rec/W_re": (3, 9), "rec/b": (9,)}, "rec": lstm_params(6, 4)},
         reference=_outside_ref),
     LayerCase("rnn-cell-initial-state-var-and-ones", {
         "cell": {"class": "rnn_cell", "unit": "lstm", "n_out": 4, "from": "data",
                  "initial_state": {"c": "ones", "h": "var"}},
         "output": {"class": "copy", "from": "cell"}},
         {"cell": f"[B, {T}, F|'cell:feature'(4)] float32"},
-        params={"cell": {**lstm_params(6, 4), "initial_h": (4,)}}, reference=_initial_state_ref),
+        params={"cell": {**lstm_params(6, 4), "rec/initial_h": (4,)}}, reference=_initial_state_ref),
     LayerCase("zoneoutlstm-rec-and-rnn-cell-eval", {
         "zo": {"class": "rec", "unit": "ZoneoutLSTM", "n_out": 3, "from": "data", "unit_opts": ZO_OPTS},
         "zo_state": {"class": "get_last_hidden_state", "from": "zo", "n_out": 6, "is_output_layer": True},
