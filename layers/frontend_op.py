@@ -6,7 +6,7 @@ import importlib
 from netcompiler import frontend as rf
 from netcompiler.backends.layers.recorder import pick, substitute_inputs
 from netcompiler.layer_base import NONE_TYPE, LayerBase, Option
-from netcompiler.tensor import Data, Tensor
+from netcompiler.tensor import Data, Dim, Tensor
 
 from .losses import AsIsLoss
 
@@ -111,3 +111,38 @@ class FrontendMarkedLoss(AsIsLoss):
         frames = rf.reduce_sum(rf.ones(dims, dtype="float32"), axis=dims) if dims else \
             rf.convert_to_tensor(1.0, dtype="float32")
         return loss_sum, None, frames
+
+
+class FrontendScanStateLayer(LayerBase):
+    """One result of an `rf.scan` the layer-dict backend made a `rec` layer: from [the rec layer (it runs the loop
+    first), its stacked state (zero past each sequence's end), the initial state], the final state of each sequence (`final`: the state
+    after its last frame, the initial state for an empty sequence) or the stacked states as rf.scan gives them
+    (past a sequence's end its final state), laid out as the recorded `template`."""
+
+    layer_class = "frontend_scan_state"
+    default_from = ()
+    options = {
+        "spatial_dim": Option(types=(Dim,), doc="the dim rf.scan ran over"),
+        "final": Option(types=(bool,), doc="the final state (True) or the stacked states (False)"),
+        "template": Option(types=(Data,), doc="the recorded output template"),
+    }
+
+    def make_output(self):
+        return self.opts["template"].copy(name=self.name)
+
+    def emit(self, inputs):
+        _, stacked, initial = inputs.sources
+        time = self.opts["spatial_dim"]
+        sizes = inputs.run.size(time)
+        if isinstance(sizes, int):
+            final = rf.gather(stacked, indices=max(sizes - 1, 0), axis=time) if sizes else initial
+        else:
+            last = rf.gather(stacked, indices=rf.maximum(sizes - 1, 0), axis=time)
+            final = rf.where(sizes > 0, last, initial)
+        if self.opts["final"]:
+            value = final
+        elif isinstance(sizes, int):
+            value = stacked
+        else:
+            value = rf.where(rf.range_over_dim(time) < sizes, stacked, final)
+        return rf.permute(value, self.output.dims)

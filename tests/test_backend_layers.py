@@ -650,3 +650,89 @@ def test_the_outputs_of_one_call_run_it_once():
     assert len(calls) == 1
     np.testing.assert_allclose(float(via_dict), float(model.frontend.step_losses(inputs, lengths, False)[1]),
                                rtol=1e-5)
+
+
+# --- rf.scan as a rec layer ------------------------------------------------------------------------------
+def scan_rnn_config(two_inputs: bool = False):
+    """A hand-written RNN: rf.scan of tanh(x_t W + h_{t-1} R) over time, state a dict {h, n} (n counts the
+    frames); losses on the stacked states (per frame) and the final ones. `two_inputs`: a second scanned
+    Tensor (read at the step by a gather at ':i')."""
+    time_dim, in_dim, hid, out_dim = Dim(None, name="time"), Dim(3, name="in"), Dim(4, name="hid"), Dim(2, name="out")
+
+    class Model(rf.Module):
+        def __init__(self):
+            super().__init__()
+            self.inp = rf.Linear(in_dim, hid)
+            self.rec = rf.Linear(hid, hid)
+            self.out = rf.Linear(hid, out_dim)
+
+    def train_step(*, model, extern_data, **_kwargs):
+        x = model.inp(extern_data["data"])
+        xs = {"x": x, "y": rf.sigmoid(x)} if two_inputs else x
+
+        def step(state, frame):
+            inp = frame["x"] * frame["y"] if two_inputs else frame
+            return {"h": rf.tanh(inp + model.rec(state["h"])), "n": state["n"] + 1.0}
+
+        initial = {"h": rf.zeros([batch_dim, hid]), "n": rf.zeros([batch_dim])}
+        last, stacked = rf.scan(step, xs=xs, spatial_dim=time_dim, initial=initial)
+        rf.cross_entropy(estimated=model.out(stacked["h"]), estimated_type="logits", target=extern_data["classes"],
+                         axis=out_dim).mark_as_loss(name="ce")
+        rf.reduce_sum(model.out(last["h"]), axis=out_dim).mark_as_loss(name="last")
+        (last["n"] * 0.1).mark_as_loss(name="frames", as_error=True)
+        rf.reduce_sum(stacked["n"], axis=time_dim, use_mask=False).mark_as_loss(name="stacked_n", as_error=True)
+
+    return _config(Model, train_step, time_dim, in_dim, out_dim), 3, 2
+
+
+SCAN_CONFIGS = {"scan_rnn": scan_rnn_config, "scan_rnn_two_inputs": lambda: scan_rnn_config(two_inputs=True)}
+
+
+@pytest.mark.parametrize("name", sorted(SCAN_CONFIGS))
+def test_scan_through_the_dict_gives_the_direct_losses_and_gradients(name, monkeypatch):
+    """Ragged batch with garbage padding: the rec layer's losses and gradients are those of rf.scan run
+    directly (the final state, the stacked states, also past each sequence's end)."""
+    monkeypatch.setitem(CONFIGS, name, SCAN_CONFIGS[name])
+    test_dict_path_gives_the_direct_losses_and_gradients(name)
+
+
+def test_scan_becomes_a_rec_layer_with_the_step_in_its_unit():
+    config, in_size, out_size = scan_rnn_config()
+    model = LayerDictModel(config)
+    net = model.layer_dict.net_dict
+    rec = net["scan"]
+    assert rec["class"] == "rec" and rec["axis"] == model.extern_data["data"].dims[1]
+    unit = rec["unit"]
+    assert {"state0", "state1", "output"} <= set(unit)
+    assert unit["state0"]["initial_output"].startswith("base:")
+    assert any("prev:state0" in e.get("from", []) or "prev:state1" in e.get("from", []) for e in unit.values())
+    assert any("data:source" in e.get("from", []) for e in unit.values())
+    assert any(f.startswith("base:rec.") for e in unit.values() for f in e.get("from", []))  # the parameters
+    finals = [n for n, e in net.items() if e["class"] == "frontend_scan_state" and e["final"]]
+    assert len(finals) == 2
+    # the final frame count of each sequence is its length (the state stays past the end, as rf.scan keeps it)
+    inputs, lengths = _batch(in_size, out_size)
+    values, _ = model.step_losses(inputs, lengths, training=False)
+    by_name = {v.name: v for v in values}
+    np.testing.assert_allclose(float(by_name["frames"].error_sum), 0.1 * LENGTHS.sum(), rtol=1e-6)
+    # stacked n past the end is the sequence's length: sum over the padded axis of min(t + 1, len)
+    t = int(LENGTHS.max())
+    want = sum(min(i + 1, n) for n in LENGTHS for i in range(t))
+    np.testing.assert_allclose(float(by_name["stacked_n"].error_sum), want, rtol=1e-6)
+
+
+def test_a_scan_inside_a_scan_step_is_refused():
+    time_dim, in_dim, out_dim = Dim(None, name="time"), Dim(3, name="in"), Dim(2, name="out")
+
+    def train_step(*, model, extern_data, **_kwargs):
+        x = model.proj(extern_data["data"])
+
+        def step(h, frame):
+            inner, _ = rf.scan(lambda s, f: s + f, xs=x, spatial_dim=time_dim, initial=h)
+            return inner + frame
+
+        last, _ = rf.scan(step, xs=x, spatial_dim=time_dim, initial=rf.zeros([batch_dim, out_dim]))
+        rf.reduce_sum(last, axis=out_dim).mark_as_loss(name="loss")
+
+    with pytest.raises(LayerDictUnsupported, match=r"rf.scan inside the step of an rf.scan"):
+        LayerDictModel(_config(lambda: Projection(in_dim, out_dim), train_step, time_dim, in_dim, out_dim))

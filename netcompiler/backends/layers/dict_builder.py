@@ -121,6 +121,9 @@ def build_layer_dict(recorder: OpRecorder, losses: List[Any], build: Callable[[D
                                "add_batch_axis": False, "trainable": param.trainable}
         catalogue = set()
         for name, op in ops.items():
+            if op.entry is not None:
+                net_dict[name] = op.entry
+                continue
             entry = None if name in generic else catalogue_entry(op)
             if entry is None:
                 generic.add(name)

@@ -16,11 +16,11 @@ from ...errors import ConfigError
 from ...tensor import Data, Dim, Tensor
 
 UNSUPPORTED_OPS = frozenset({
-    "while_loop", "scan", "cond", "map_tensors", "step_frame", "step_frames", "step_stack", "step_stack_stack",
+    "while_loop", "cond", "map_tensors", "step_frame", "step_frames", "step_stack", "step_stack_stack",
     "step_stack_write", "with_dependencies", "parameter_assign", "backtrack", "beam_step", "assert_equal",
 })
 """Ops the layer-dict backend cannot turn into layers yet (loops, conditions, side effects such as updating
-running statistics with `Parameter.assign`)."""
+running statistics with `Parameter.assign`). `rf.scan` becomes a `rec` layer (`loop_recorder.py`)."""
 
 
 class LayerDictUnsupported(ConfigError):
@@ -52,6 +52,8 @@ class RecordedOp:
     input_templates: List[Data] = field(default_factory=list)
     call: int = 0
     """Which recorded call this is (the layers of the outputs of one call share it: the call runs once)."""
+    entry: Optional[Dict[str, Any]] = None
+    """The layer dict itself where the layer is no op run again (the `rec` layer of an `rf.scan`)."""
 
     @property
     def op_name(self) -> str:
@@ -98,6 +100,12 @@ class OpRecorder:
     _by_tensor: Dict[int, Tuple[Tensor, str]] = field(default_factory=dict)
     _by_raw: Dict[int, List[Tuple[Any, str, Data]]] = field(default_factory=dict)
     _counts: Dict[str, int] = field(default_factory=dict)
+    parent: Optional["OpRecorder"] = None
+    """The recorder of the run around a loop's step: values it knows are "base:<its layer>" here."""
+    delegate: Optional["OpRecorder"] = None
+    """While a loop's step is recorded, the recorder its op calls go to."""
+    unit_ops: Dict[str, Dict[str, RecordedOp]] = field(default_factory=dict)
+    """Loop layer -> the recorded ops of its unit."""
     calls: List[str] = field(default_factory=list)
     """Every recorded call as text, with its arguments (Tensors as "<T>"), also those that returned an input
     (dropout outside training): what two runs of the same model code must have in common."""
@@ -117,6 +125,19 @@ class OpRecorder:
     # --- the recording ---------------------------------------------------------------------------------------
     def __call__(self, op: Callable, args: tuple, kwargs: Dict[str, Any], result: Any) -> Any:
         """Records one outermost op call (see `frontend._dispatch.set_op_recorder`); returns its result."""
+        if self.delegate is not None:
+            return self.delegate(op, args, kwargs, result)
+        if op.__name__ == "scan" and self.parent is not None:
+            raise LayerDictUnsupported(
+                "rf.scan inside the step of an rf.scan (a nested loop) is not supported on the layer-dict backend "
+                "yet", subject="the model's train_step",
+                suggestion="run this model with backend 'torch', or on TensorFlow without the layer dict")
+        if op.__name__ == "scan":
+            from .loop_recorder import record_scan
+
+            self.calls.append("rf.scan")
+            record_scan(self, op, args, kwargs, result)
+            return result
         if op.__name__ in UNSUPPORTED_OPS:
             raise LayerDictUnsupported(
                 f"rf.{op.__name__} is not supported on the layer-dict backend yet (loops, conditions and in-place "
@@ -179,6 +200,8 @@ class OpRecorder:
         param = self._params_by_raw.get(id(raw))
         if param is not None:
             return self._param_layer(param[0], tensor)
+        if self.parent is not None:
+            return "base:" + self.parent.layer_of(tensor, what)
         raise LayerDictUnsupported(
             f"{what} {tensor.data.describe()} was not made by a frontend op (e.g. a Tensor made from a raw "
             f"framework tensor), so it is no layer", subject="the model's train_step",
