@@ -615,8 +615,31 @@ def test_batch_norm_statistics_updates_are_refused():
     def train_step(*, model, extern_data, **_kwargs):
         rf.reduce_sum(model.proj(model.norm(extern_data["data"])), axis=out_dim).mark_as_loss(name="loss")
 
-    with pytest.raises(LayerDictUnsupported, match=r"rf.parameter_assign is not supported on the layer-dict"):
+    with pytest.raises(LayerDictUnsupported, match=r"rf.parameter_assign is not supported on the layer-dict "
+                                                   r"backend: model code in 'norm' updates 'norm.running_mean' in "
+                                                   r"place .*track_running_stats=False"):
         LayerDictModel(_config(Model, train_step, time_dim, in_dim, out_dim))
+
+
+def test_batch_norm_without_running_statistics_goes_through_the_dict(monkeypatch):
+    """rf.BatchNorm(track_running_stats=False) (the suggestion of the refusal above): the batch's statistics over
+    valid frames, the same losses and gradients as run directly."""
+    if not hasattr(rf, "BatchNorm"):
+        pytest.skip("the frontend has no rf.BatchNorm yet")
+    time_dim, in_dim, out_dim = Dim(None, name="time"), Dim(3, name="in"), Dim(2, name="out")
+
+    class Model(rf.Module):
+        def __init__(self):
+            super().__init__()
+            self.norm = rf.BatchNorm(in_dim, track_running_stats=False)
+            self.proj = rf.Linear(in_dim, out_dim)
+
+        def __call__(self, x):
+            return self.proj(self.norm(x))
+
+    monkeypatch.setitem(CONFIGS, "batch_norm", lambda: (
+        _config(Model, _ce_step(out_dim), time_dim, in_dim, out_dim), 3, 2))
+    test_dict_path_gives_the_direct_losses_and_gradients("batch_norm")
 
 
 def test_the_outputs_of_one_call_run_it_once():

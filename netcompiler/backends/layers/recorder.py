@@ -138,10 +138,13 @@ class OpRecorder:
             self.calls.append("rf.scan")
             record_scan(self, op, args, kwargs, result)
             return result
+        if op.__name__ == "parameter_assign":
+            raise self._parameter_assign_refusal(args, kwargs)
         if op.__name__ in UNSUPPORTED_OPS:
             raise LayerDictUnsupported(
-                f"rf.{op.__name__} is not supported on the layer-dict backend yet (loops, conditions and in-place "
-                f"updates do not become layers)", subject="the model's train_step",
+                f"rf.{op.__name__} is not supported on the layer-dict backend yet (loops of unknown length, "
+                f"conditions and in-place updates do not become layers; rf.scan over a dim does: a rec layer)",
+                subject="the model's train_step",
                 suggestion="run this model with backend 'torch', or on TensorFlow without the layer dict")
         outputs = list(_tensor_leaves(result, ()))
         if not outputs:
@@ -162,6 +165,23 @@ class OpRecorder:
                                         len(self.calls))
             self._remember(tensor, name)
         return result
+
+    def _parameter_assign_refusal(self, args: tuple, kwargs: Dict[str, Any]) -> LayerDictUnsupported:
+        """Why an in-place parameter update (`Parameter.assign`, e.g. rf.BatchNorm's running statistics) keeps the
+        model off the layer dict: which parameter, where, and what to do."""
+        param = args[0] if args else kwargs.get("param")
+        known = self._params_by_raw.get(id(getattr(param, "raw", None)))
+        name = repr(known[0]) if known else "a parameter"
+        where = self._module_prefix().rstrip(".")
+        return LayerDictUnsupported(
+            f"rf.parameter_assign is not supported on the layer-dict backend: model code{f' in {where!r}' if where else ''} "
+            f"updates {name} in place (as rf.BatchNorm does with its running statistics in training). A layer dict "
+            f"has no in-place updates of variable layers, and such a module also computes other things in training "
+            f"(the batch's statistics) than in evaluation (the running ones), which one layer dict cannot hold",
+            subject="the model's train_step",
+            suggestion="compile-net then runs the model directly on TensorFlow (the same numbers); for the layer dict "
+                       "use rf.BatchNorm(..., track_running_stats=False) (always the batch's statistics) or "
+                       "rf.LayerNorm")
 
     @staticmethod
     def _check_functions(op: Callable, nest: Any) -> None:
