@@ -759,3 +759,60 @@ def test_a_scan_inside_a_scan_step_is_refused():
 
     with pytest.raises(LayerDictUnsupported, match=r"rf.scan inside the step of an rf.scan"):
         LayerDictModel(_config(lambda: Projection(in_dim, out_dim), train_step, time_dim, in_dim, out_dim))
+
+
+# --- get_model(epoch=...) on resume -------------------------------------------------------------------------
+class _Checkpoints:
+    def __init__(self, epochs):
+        self.epochs = epochs
+
+    def latest_complete(self):
+        return (self.epochs[-1], f"model.{self.epochs[-1]:03d}") if self.epochs else None
+
+
+@pytest.mark.parametrize("task, settings, epochs, want", [
+    ("train", {}, [], 1), ("train", {}, [1, 2], 2), ("train", {"start_epoch": 3}, [1, 2], 2),
+    ("train", {"start_epoch": "auto"}, [1], 1), ("eval", {}, [1, 2, 3], 3), ("forward", {"load": "m/model.002"}, [1, 2, 3], 2),
+])
+def test_get_model_epoch_is_that_of_the_checkpoint_the_run_loads(task, settings, epochs, want):
+    from netcompiler.engine.frontend_model import get_model_epoch
+
+    assert get_model_epoch(_Checkpoints(epochs), Config(settings), task) == want
+
+
+def test_get_model_gets_the_epoch_training_resumes_from(tmp_path):
+    """compile-net for 2 epochs, then again for 3: the second run's get_model(epoch=...) is 2 (the checkpoint it
+    resumes from, as in RETURNN), the first run's 1 (nothing to resume)."""
+    from netcompiler.engine.main import run_task
+
+    log = tmp_path / "epochs.txt"
+    config = tmp_path / "resume.py"
+    config.write_text(f'''
+import netcompiler.frontend as rf
+from netcompiler.tensor import Dim, batch_dim
+time_dim, in_dim, out_dim = Dim(None, name="time"), Dim(9, name="in"), Dim(2, name="out")
+extern_data = {{"data": {{"dims": (batch_dim, time_dim, in_dim), "dtype": "float32"}},
+               "classes": {{"dims": (batch_dim, time_dim), "sparse_dim": out_dim, "dtype": "int32"}}}}
+backend = "tensorflow"
+train = {{"class": "Task12AXDataset", "num_seqs": 20}}
+batch_size, max_seqs = 1000, 10
+optimizer = {{"class": "adam"}}
+learning_rate = 0.01
+model = {str(tmp_path / "model")!r}
+num_epochs = 2
+
+def get_model(*, epoch, step, **_kwargs):
+    with open({str(log)!r}, "a") as f:
+        f.write(f"{{epoch}} {{step}}\\n")
+    return rf.Linear(in_dim, out_dim)
+
+def train_step(*, model, extern_data, **_kwargs):
+    rf.cross_entropy(estimated=model(extern_data["data"]), estimated_type="logits", target=extern_data["classes"],
+                     axis=out_dim).mark_as_loss(name="ce")
+''')
+    assert run_task(str(config), log=open(os.devnull, "w")) == 0
+    first = log.read_text().split("\n")
+    assert run_task(str(config), ["++num_epochs", "3"], log=open(os.devnull, "w")) == 0
+    second = log.read_text().split("\n")[len(first) - 1:]
+    assert {line.split()[0] for line in first if line} == {"1"}
+    assert {line.split()[0] for line in second if line} == {"2"} and (tmp_path / "model.003.index").exists()

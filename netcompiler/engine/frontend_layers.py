@@ -82,8 +82,8 @@ class LayerDictModel:
     protocol (params, trainable_params, checkpoint_root, step_losses, loss_names, input_keys, input_signature),
     and `forward_outputs` (the config's forward_step, run directly with the trained values)."""
 
-    def __init__(self, config, *, seed: int = 42, use_catalogue: bool = True):
-        self.frontend = FrontendModel(config, "tensorflow", seed=seed)
+    def __init__(self, config, *, seed: int = 42, use_catalogue: bool = True, epoch: int = 1):
+        self.frontend = FrontendModel(config, "tensorflow", seed=seed, epoch=epoch)
         self.config = config
         self.backend = self.frontend.backend
         self.extern_data = self.frontend.extern_data
@@ -149,16 +149,17 @@ class LayerDictModel:
         return self.frontend.forward_outputs(inputs, lengths)
 
 
-def frontend_step_model(config, backend: str, seed: Optional[int] = None, log=sys.stderr):
+def frontend_step_model(config, backend: str, seed: Optional[int] = None, log=sys.stderr, epoch: int = 1):
     """The step model compile-net trains for a frontend config: on TensorFlow the layer dict the model becomes
-    (`LayerDictModel`), or, where the dict cannot express the model (`LayerDictUnsupported`, e.g. a loop), the
-    model run directly on TensorFlow, with a notice saying why; on other backends the model run directly."""
+    (`LayerDictModel`), or, where the dict cannot express the model (`LayerDictUnsupported`, e.g. a loop of
+    unknown length), the model run directly on TensorFlow, with a notice saying why; on other backends the model
+    run directly. `epoch`: what get_model(epoch=...) gets (`frontend_model.get_model_epoch`)."""
     if backend == "tensorflow":
         try:
-            return LayerDictModel(config, seed=42 if seed is None else seed)
+            return LayerDictModel(config, seed=42 if seed is None else seed, epoch=epoch)
         except LayerDictUnsupported as exc:
             print(f"notice: the model runs directly on TensorFlow, not through a layer dict: {exc}", file=log)
-    return FrontendModel(config, backend, seed=seed)
+    return FrontendModel(config, backend, seed=seed, epoch=epoch)
 
 
 def format_layer_dict(model: LayerDictModel, formatter) -> str:

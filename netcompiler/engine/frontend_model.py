@@ -20,6 +20,7 @@ reports and combines them; an `as_error` loss is reported as an error and not mi
 
 from __future__ import annotations
 
+import re
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from .. import frontend as rf
@@ -28,6 +29,7 @@ from ..emit.model import LossValue
 from ..errors import ConfigError, SourceLocation
 from ..extern_data import data_from_options, extern_data_from_config
 from ..tensor import Data, Tensor, TensorDict, batch_dim
+from .checkpoints import start_epoch_setting
 
 STEP_FUNCTIONS = ("get_model", "train_step", "forward_step")
 
@@ -72,6 +74,28 @@ def _templates(config, key: str) -> Dict[str, Data]:
         if exc.location is None and config.path:
             exc.with_context(location=SourceLocation(config.path))
         raise
+
+
+_EPOCH_SUFFIX = re.compile(r"\.(\d+)(?:\.[A-Za-z]+)?$")
+"""The epoch number of a checkpoint path ("model.003", "model.003.pt")."""
+
+
+def get_model_epoch(manager, config, task: str = "train") -> int:
+    """The `epoch` that get_model(epoch=...) gets, as RETURNN's engine passes it: the epoch of the checkpoint the
+    run loads -- in training the newest complete one (with start_epoch = N, that of epoch N - 1), in eval and
+    forward the one 'load' names (its ".NNN" suffix) or else the newest -- and without one the first epoch trained
+    (start_epoch, or 1). `manager`: the run's checkpoint manager (`latest_complete()`)."""
+    if task == "train":
+        start = start_epoch_setting(config.get("start_epoch"))
+        if start is not None:
+            return max(start - 1, 1)
+    else:
+        load = config.get("load")
+        match = _EPOCH_SUFFIX.search(load) if isinstance(load, str) else None
+        if match:
+            return int(match.group(1))
+    latest = manager.latest_complete()
+    return latest[0] if latest else 1
 
 
 class FrontendModel:

@@ -53,7 +53,7 @@ def _run_task(config: Config, task: Optional[str], log) -> int:
         print(f"notice: {notice}", file=sys.stderr)
     if network is not None:
         print(format_text(network), file=log)
-    session = Session(config, network, log)
+    session = Session(config, network, log, task)
     if frontend:
         from .frontend_dump import format_frontend_text
 
@@ -134,7 +134,7 @@ class Session:
     """Everything one compile-net run sets up, for the config's backend: model, step runner (trainer), datasets,
     optimizer, checkpoints."""
 
-    def __init__(self, config: Config, network, log):
+    def __init__(self, config: Config, network, log, task: str = "train"):
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
         import tensorflow as tf  # also on PyTorch: TensorBoard summaries and the initializers
 
@@ -156,13 +156,15 @@ class Session:
                           f"backend 'torch'", file=sys.stderr)
         else:
             tf.random.set_seed(seed)
+        self.model_prefix = self._model_prefix()
         if network is None:  # a frontend config: on TF its layer dict, else get_model() run directly
             from .frontend_layers import frontend_step_model
+            from .frontend_model import get_model_epoch
 
-            self.model = frontend_step_model(config, self.backend, seed=seed)
+            epoch = get_model_epoch(self.checkpoint_manager(clean=False), config, task)
+            self.model = frontend_step_model(config, self.backend, seed=seed, epoch=epoch)
         else:
             self.model = CompiledNetwork(network, seed=seed, backend=self.backend)
-        self.model_prefix = self._model_prefix()
         self.lock = None
 
     def close(self) -> None:
