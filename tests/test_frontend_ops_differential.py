@@ -11,6 +11,7 @@ in `EXCLUDED` (with the reason)."""
 from __future__ import annotations
 
 import inspect
+import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Optional, Tuple
 
@@ -82,8 +83,8 @@ class Case:
 
 
 def unary(name: str, prep=None, **kw) -> Case:
-    op = getattr(rf, name)
-    return Case((name,), (lambda m, x: op(prep(x))) if prep else (lambda m, x: op(x)), **kw)
+    """A case of `rf.<name>(prep(x))` (the op looked up at each call: the layer-dict recorder wraps it)."""
+    return Case((name,), lambda m, x: getattr(rf, name)(prep(x) if prep else x), **kw)
 
 
 def module(name: str, build, call=None, inputs=None, **kw) -> Case:
@@ -108,6 +109,7 @@ def _call(case: Case):
     return lambda model, **inputs: _tensors(case.call(model, **inputs))
 
 
+REFUSED = "is not supported on the layer-dict backend"
 NOT_SCAN = "not run: a loop (rf.scan underneath) is refused by the layer-dict backend (see test_backend_layers)"
 
 CASES = [
@@ -253,10 +255,12 @@ CASES = [
         lambda s: {"v": s["v"] * 2.0, "n": s["n"] + 1}, {"v": x, "n": rf.convert_to_tensor(0, dtype="int32")}),
          {"x": Input([B, F])}, layer_dict="refused: rf.while_loop is not supported on the layer-dict backend"),
     Case(("cond",), lambda m, x: rf.cond(rf.reduce_sum(x, axis=[B, F]) > 0.0, lambda: x * 2.0, lambda: -x),
-         {"x": Input([B, F])}),
-    Case(("map_tensors",), lambda m, x, y: rf.map_tensors(rf.tanh, {"a": x, "b": [y]}), XY),
+         {"x": Input([B, F])}, layer_dict=f"refused: rf.cond {REFUSED}"),
+    Case(("map_tensors",), lambda m, x, y: rf.map_tensors(rf.tanh, {"a": x, "b": [y]}), XY,
+         layer_dict=f"refused: rf.map_tensors {REFUSED}"),
     Case(("assert_equal", "with_dependencies"), lambda m, x: rf.with_dependencies(
-        x * 2.0, [rf.assert_equal(x, rf.identity(x), message="x differs from itself")])),
+        x * 2.0, [rf.assert_equal(x, rf.identity(x), message="x differs from itself")]),
+         layer_dict=f"refused: rf.assert_equal {REFUSED}"),
     # --- randomness (different numbers per backend: dims, dtypes, ranges) ---------------------------------
     Case(("dropout",), lambda m, x: rf.dropout(x, 0.3, axis=[F]), training=True, values=False),
     Case(("random_uniform",), lambda m, x: x + rf.random_uniform([F], minval=-1.0, maxval=1.0), values=False),
@@ -282,7 +286,8 @@ CASES = [
     module("GroupNorm", lambda: rf.GroupNorm(F, num_groups=2)),
     module("Normalize", lambda: rf.Normalize(param_dims=[F]), lambda m, x: m(x, axis=F)),
     module("BatchNorm", lambda: rf.BatchNorm(F), layer_dict="refused: rf.parameter_assign is not supported"),
-    Case(("BatchNorm:eval",), lambda m, x: m(x), build=lambda: rf.BatchNorm(F)),
+    Case(("BatchNorm:eval",), lambda m, x: m(x), build=lambda: rf.BatchNorm(F),
+         layer_dict="refused: rf.parameter_assign is not supported (the probe runs in training too)"),
     module("Dropout", lambda: rf.Dropout(0.2)),
     module("LSTM", lambda: rf.LSTM(F, H), lambda m, x: m(x, state=m.default_initial_state(batch_dims=[B]),
                                                         spatial_dim=T)),
@@ -409,3 +414,101 @@ def test_tf_and_torch_agree(case: Case):
             assert other.outputs[name].shape == value.shape and other.outputs[name].dtype == value.dtype
             assert other.dims[name] == results[0].dims[name]
             assert np.isfinite(other.outputs[name][other.valid[name]]).all()
+
+
+# --- through the layer dict -------------------------------------------------------------------------------------
+def _dict_params():
+    marks = []
+    for case in CASES:
+        reason = case.layer_dict or ""
+        if reason.startswith("not run") or not case.values:
+            continue
+        if any(len([d for d in i.dims if d.size is None and not d.is_batch]) > 1 for i in case.inputs.values()):
+            continue  # one sequence length per extern_data key
+        marks.append(pytest.param(case, id=case.id))
+    return marks
+
+
+class _DictModel(rf.Module):
+    """A case's model (`inner`) and a trainable shift per float input (`shift_<key>`, over the input's static
+    dims: the gradients of the layer dict reach the inputs through it)."""
+
+    def __init__(self, case: Case):
+        super().__init__()
+        inner = case.build()
+        if inner is not None:
+            self.inner = inner
+        for key, spec in case.inputs.items():
+            if spec.dtype.startswith("float"):
+                setattr(self, f"shift_{key}", rf.Parameter([d for d in spec.dims if d.size is not None], initial=0.1))
+
+
+def _dict_config(case: Case):
+    from netcompiler.config import Config
+
+    def train_step(*, model, extern_data, **_kwargs):
+        tensors = {k: extern_data[k] + getattr(model, f"shift_{k}") if spec.dtype.startswith("float")
+                   else extern_data[k] for k, spec in case.inputs.items()}
+        for name, out in _tensors(case.call(getattr(model, "inner", None), **tensors)).items():
+            if out.dtype.startswith("float"):
+                (out * rf.sin(out)).mark_as_loss(name=name)
+            else:
+                rf.cast(out, "float32").mark_as_loss(name=name, as_error=True)
+
+    extern_data = {k: {"dims": tuple(i.dims), "dtype": i.dtype, **({"sparse_dim": i.sparse_dim} if i.sparse_dim
+                                                                     else {})} for k, i in case.inputs.items()}
+    return Config({"extern_data": extern_data, "get_model": lambda **_kwargs: _DictModel(case),
+                   "train_step": train_step})
+
+
+@pytest.mark.parametrize("case", _dict_params())
+def test_the_layer_dict_gives_the_direct_tf_losses_and_gradients(case: Case):
+    pytest.importorskip("tensorflow")
+    from netcompiler.backends.layers import LayerDictUnsupported
+    from netcompiler.engine.frontend_layers import LayerDictModel
+    from test_backend_layers import _losses_and_grads
+
+    rf.select_backend("tensorflow")
+    if case.layer_dict:
+        expected = case.layer_dict.split(": ", 1)[1].split(" (")[0]  # the message, without our note on why
+        with pytest.raises(LayerDictUnsupported, match=re.escape(expected)):
+            LayerDictModel(_dict_config(case), seed=3)
+        return
+    model = LayerDictModel(_dict_config(case), seed=3)
+    recorded = {op.op_name for op in model.layer_dict.ops.values()}
+    from netcompiler.frontend._dispatch import _NOT_OPS
+
+    op = getattr(rf, case.id.split(":")[0])
+    op = getattr(op, "__recorded_op__", op)
+    if inspect.isfunction(op) and op.__module__.rsplit(".", 1)[1] not in _NOT_OPS and case.id != "identity":
+        # an op (not model building; rf.identity returns its input: no layer)
+        assert op.__name__ in recorded, f"rf.{case.id} is no layer of the dict: {sorted(recorded)}"
+    dims = {d: np.asarray(v, "int32") for d, v in LENGTHS.items()}
+    batch = ragged_batch(case.inputs, {d: v for d, v in dims.items()
+                                       if any(d in i.dims for i in case.inputs.values())} or {T: dims[T]})
+    inputs = {k: i.value for k, i in batch.inputs.items()}
+    lengths = {k: batch.lengths[d] for k, i in case.inputs.items() for d in i.dims if d in batch.lengths}
+    names = sorted(set(model.layer_dict.params.values()))
+    via_dict = _losses_and_grads(model, [model.params[n] for n in names], inputs, lengths)
+    direct = _losses_and_grads(model.frontend, [model.frontend.params[n] for n in names], inputs, lengths)
+    assert via_dict[0].keys() == direct[0].keys()
+    for loss_name, sums in direct[0].items():
+        for got, want in zip(via_dict[0][loss_name], sums):
+            assert (got is None) == (want is None), loss_name
+            if want is not None:
+                np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5, err_msg=loss_name)
+    for name, got, want in zip(names, via_dict[2], direct[2]):
+        assert (got is None) == (want is None), name
+        if want is not None:
+            got, want = _dense(got), _dense(want)
+            scale = max(1.0, float(np.abs(want).max()))
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * scale, err_msg=f"gradient of {name}")
+
+
+def _dense(grad: np.ndarray) -> np.ndarray:
+    """A gradient as a dense array (TF gives the rows of a gather as IndexedSlices: an object array here)."""
+    if grad.dtype == object:
+        import tensorflow as tf
+
+        return tf.convert_to_tensor(grad.item()).numpy()
+    return grad
