@@ -120,12 +120,12 @@ class ConvLayer(_WindowedLayer):
     (0: add that many spatial axes of size 1 after the input's spatial axes), `input_add_feature_dim` (False:
     the input's feature axis becomes a spatial axis and the conv sees 1 input channel),
     `input_split_feature_dim` (None: split the feature axis F into a spatial axis F//k and k input channels),
-    `with_bias` (True), `activation` (None), `forward_weights_init` ("glorot_uniform"), `bias_init` (0.0).
+    `with_bias` (None: True from behavior_version 10 on, else False, as in RETURNN), `activation` (None),
+    `forward_weights_init` ("glorot_uniform"), `bias_init` (0.0).
     Declared but not supported yet: `filter`, `filter_perm`, `bias` (layers), `auto_use_channel_first`.
 
-    Params: "W" [*filter_size, in_channels // groups, n_out] and "b" [n_out].
-    Decisions: `with_bias` defaults to True (RETURNN's default since behavior version 10; the spec's text says
-    False). `input_add_feature_dim` and `input_split_feature_dim` together are an error. A "valid" window
+    Params (RETURNN's names): "W" [*filter_size, in_channels // groups, n_out] and, with a bias, "bias" [n_out].
+    Decisions: `input_add_feature_dim` and `input_split_feature_dim` together are an error. A "valid" window
     longer than a static input axis is an error (RETURNN would give a size-0 axis). Over a dynamic axis,
     "same" gives each sequence what it would give alone, also with strides (see the module docstring; RETURNN
     pads the padded batch, which shifts short sequences when the stride is > 1). `groups` > 1 is a grouped
@@ -144,7 +144,7 @@ class ConvLayer(_WindowedLayer):
         "input_add_feature_dim": Option(False, (bool,)),
         "input_split_feature_dim": Option(None, (int, NONE_TYPE)),
         "auto_use_channel_first": Option(False, (bool,)),
-        "with_bias": Option(True, (bool,)),
+        "with_bias": Option(None, (bool, NONE_TYPE), doc="None: True from behavior_version 10 on"),
         "activation": Option(None, (str, NONE_TYPE)),
         "forward_weights_init": Option("glorot_uniform", (str, float, int, dict)),
         "bias_init": Option(0.0, (str, float, int, dict)),
@@ -211,9 +211,14 @@ class ConvLayer(_WindowedLayer):
         out_dim = self.output.feature_dim
         window, in_dim = self.filter_dims()
         params = {"W": ParamSpec(tuple(window) + (in_dim, out_dim), self.opts["forward_weights_init"])}
-        if self.opts["with_bias"]:
-            params["b"] = ParamSpec((out_dim,), self.opts["bias_init"])
+        if self.has_bias():
+            params["bias"] = ParamSpec((out_dim,), self.opts["bias_init"])
         return params
+
+    def has_bias(self) -> bool:
+        """`with_bias`, by default as RETURNN: a bias from behavior_version 10 on."""
+        with_bias = self.opts["with_bias"]
+        return self.behavior_version >= 10 if with_bias is None else with_bias
 
     def emit(self, inputs):
         opts, data = self.opts, self.input_data
@@ -223,7 +228,7 @@ class ConvLayer(_WindowedLayer):
         y, _ = rf.conv(x, in_dim=in_channels, out_dim=self.output.feature_dim, in_spatial_dims=spatial,
                        out_spatial_dims=self.spatial_dims(self.output), filter=inputs.param("W"),
                        filter_size=self.filter_dims()[0], padding=padding, strides=strides, dilation_rate=dilation,
-                       groups=opts["groups"], bias=inputs.param("b") if opts["with_bias"] else None)
+                       groups=opts["groups"], bias=inputs.param("bias") if self.has_bias() else None)
         return activate(y, opts["activation"])  # the feature dim is the conv's output channels
 
     def expanded_dims(self) -> List[Dim]:

@@ -43,7 +43,7 @@ USED_KEYS = frozenset({
     "adadelta", "rmsprop", "optimize_move_layers_out", "search_output_layer", "search_data", "search_do_eval",
     "search_output_file", "search_output_file_format", "gradient_noise", "gradient_nan_inf_filter",
     "maximize_grad_norm", "backend", "torch_num_threads", "get_model", "train_step", "forward_step",
-    "model_outputs",
+    "model_outputs", "behavior_version",
 })
 
 # Settings that change nothing here: key -> why (shown in the notice).
@@ -59,8 +59,7 @@ NO_EFFECT_KEYS: Dict[str, str] = {
     "debug_print_layer_output_template": "dump-net prints the templates",
     "debug_add_check_numerics_on_output": "non-finite losses stop training anyway",
     "debug_add_check_numerics_ops": "non-finite losses stop training anyway", "debug_mode": "debugging only",
-    "truncation": "RETURNN's TensorFlow backend ignores it too", "behavior_version": "netcompiler has one "
-    "behaviour (RETURNN's newest)", "config": "the config object itself",
+    "truncation": "RETURNN's TensorFlow backend ignores it too", "config": "the config object itself",
     "cache_size": "datasets are read without a cache; results are the same",
     "save_interval_n_step": "checkpoints are written per epoch ('save_interval'), so a crash costs at most "
     "the current epoch",

@@ -321,6 +321,18 @@ class LayerBase:
         return deps
 
     @property
+    def behavior_version(self) -> int:
+        """The config's `behavior_version` (0 without one, as in RETURNN): some layers' defaults depend on it."""
+        config = self.network.config
+        value = config.get("behavior_version") if config is not None else None
+        if value is None:
+            return 0
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise self.error(f"config key 'behavior_version' must be a non-negative int, not {value!r}",
+                             suggestion="e.g. behavior_version = 12")
+        return value
+
+    @property
     def param_scope(self) -> str:
         """What this layer's parameter names start with ("<scope>/W"): its path, except that a layer in a rec
         unit is "<rec>/rec/<inner>", as RETURNN's checkpoints name it."""

@@ -94,16 +94,18 @@ def test_returnn_style_12ax_notices(capsys):
 
 # Parameter counts, worked out by hand from each architecture.
 #   rec LSTM, in -> n: W [in, 4n] + W_re [n, 4n] + b [4n] = 4n (in + n + 1)
-#   linear in -> n: in*n + n;   conv (kh, kw), c_in -> c_out: kh*kw*c_in*c_out + c_out;   layer_norm F: 2F
+#   linear in -> n: in*n + n;   conv (kh, kw), c_in -> c_out: kh*kw*c_in*c_out (+ c_out with a bias: with_bias,
+#   or behavior_version >= 10);   layer_norm F: 2F
 EXPECTED_PARAMS = {
     # lstm 9 -> 10: 40 * (9 + 10 + 1) = 800; softmax 10 -> 2: 22
     "demo-12ax-lstm.py": 800 + 22,
     # nativelstm2 9 -> 10: 800; standardlstm 10 -> 10: 40 * 21 = 840; softmax 10 -> 2: 22
     "returnn-12ax-native-lstm.py": 800 + 840 + 22,
-    # conv0 3x3 1->32: 288 + 32; conv1 3x3 32->64: 18432 + 64; freq 40 -pool2-> 20 -pool2-> 10, so 10*64 = 640 in;
+    # conv0 3x3 1->32: 288; conv1 3x3 32->64: 18432 (no behavior_version: no bias);
+    # freq 40 -pool2-> 20 -pool2-> 10, so 10*64 = 640 in;
     # lstm0 fw/bw 640 -> 512: 2048 * 1153 each; lstm1, lstm2 fw/bw 1024 -> 512: 2048 * 1537 each (4 of them);
     # softmax 1024 -> 1000: 1024000 + 1000
-    "asr-conv-blstm.py": (288 + 32) + (18432 + 64) + 2 * 2048 * (640 + 512 + 1) + 4 * 2048 * (1024 + 512 + 1)
+    "asr-conv-blstm.py": 288 + 18432 + 2 * 2048 * (640 + 512 + 1) + 4 * 2048 * (1024 + 512 + 1)
     + (1024 * 1000 + 1000),
     # input 80 -> 256: 20480 + 256; per block: 2 layer_norms 2*512, q/k/v 3 * 256*256 (no bias),
     # att_out 256*256 + 256, ff1 256*1024 + 1024, ff2 1024*256 + 256; final layer_norm 512; softmax 256*500 + 500

@@ -86,7 +86,7 @@ def _conv_ref(arrange=lambda s: s, strides=None, dilation=None, padding="same", 
     def reference(inputs, lengths, p):
         w = p["output/W"]
         n = w.ndim - 2
-        fn = lambda s: _conv_np(arrange(s), w, p.get("output/b"), strides or (1,) * n, dilation or (1,) * n,
+        fn = lambda s: _conv_np(arrange(s), w, p.get("output/bias"), strides or (1,) * n, dilation or (1,) * n,
                                 padding, groups)
         x = inputs["data"].sum(-1) if summed_features else inputs["data"]
         y = _per_sequence(x, lengths["data"], fn)
@@ -101,9 +101,9 @@ def _pool_ref(mode, window, strides, padding, dilation=None):
 
 
 CONV_CASES = [
-    LayerCase("conv-1d-same", _conv(n_out=5, filter_size=(3,), padding="same"),
+    LayerCase("conv-1d-same-with-bias", _conv(n_out=5, filter_size=(3,), padding="same", with_bias=True),
               {"output": "[B, T|'time:data', F|'output:feature'(5)] float32"},
-              params={"output": {"W": (3, 6, 5), "b": (5,)}}, reference=_conv_ref()),
+              params={"output": {"W": (3, 6, 5), "bias": (5,)}}, reference=_conv_ref()),
     LayerCase("conv-1d-strided-valid-derived-time",
               # tanh, not relu: the finite-difference gradient check must not straddle a kink
               _conv(n_out=4, filter_size=[3], padding="VALID", strides=2, activation="tanh", with_bias=False),
@@ -113,22 +113,22 @@ CONV_CASES = [
     LayerCase("conv-2d-input-add-feature-dim",
               _conv(n_out=8, filter_size=(3, 3), padding="valid", strides=(1, 2), input_add_feature_dim=True),
               {"output": "[B, T|'time:data:conv3s1v', 'data:feature:conv3s2v'(2), F|'output:feature'(8)] float32"},
-              params={"output": {"W": (3, 3, 1, 8), "b": (8,)}},
+              params={"output": {"W": (3, 3, 1, 8)}},
               reference=_conv_ref(lambda s: s[..., None], strides=(1, 2), padding="valid")),
     LayerCase("conv-2d-static-axis-groups",
               _conv(n_out=6, filter_size=(3, 5), padding="Same", strides=(1, 2), groups=2),
               {"output": "[B, T|'time:data', 'data:static1:conv5s2s'(10), F|'output:feature'(6)] float32"},
-              extern_data=IMAGE_EXTERN, params={"output": {"W": (3, 5, 2, 6), "b": (6,)}},
+              extern_data=IMAGE_EXTERN, params={"output": {"W": (3, 5, 2, 6)}},
               reference=_conv_ref(strides=(1, 2), groups=2), rtol=1e-4, atol=1e-4),
     LayerCase("conv-input-split-feature-dim",
               _conv(n_out=3, filter_size=(1, 3), padding="valid", input_split_feature_dim=2),
               {"output": "[B, T|'time:data', 'data:feature//2:conv3s1v'(1), F|'output:feature'(3)] float32"},
-              params={"output": {"W": (1, 3, 2, 3), "b": (3,)}},
+              params={"output": {"W": (1, 3, 2, 3)}},
               reference=_conv_ref(lambda s: s.reshape(s.shape[0], 3, 2), padding="valid")),
     LayerCase("conv-input-expand-dims-dilated",
               _conv(n_out=2, filter_size=(3, 1), padding="valid", dilation_rate=(2, 1), input_expand_dims=1),
               {"output": "[B, T|'time:data:conv3s1d2v', 'output:expand0'(1), F|'output:feature'(2)] float32"},
-              params={"output": {"W": (3, 1, 6, 2), "b": (2,)}},
+              params={"output": {"W": (3, 1, 6, 2)}},
               reference=_conv_ref(lambda s: s[:, None, :], dilation=(2, 1), padding="valid")),
     LayerCase("conv-no-feature-input-add-feature-dim",
               {"frames": {"class": "reduce", "mode": "sum", "axes": "F", "from": "data"},
@@ -136,13 +136,13 @@ CONV_CASES = [
                           "input_add_feature_dim": True, "from": "frames"}},
               {"frames": "[B, T|'time:data'] float32",
                "output": "[B, T|'time:data', F|'output:feature'(3)] float32"},
-              params={"output": {"W": (5, 1, 3), "b": (3,)}},
+              params={"output": {"W": (5, 1, 3)}},
               reference=_conv_ref(lambda s: s[:, None], summed_features=True)),
     LayerCase("conv-1d-same-stride3-per-sequence-padding",
               # lengths 5, 3, 1: "same" pads the 1-frame sequence by 1 on the left, the 5-frame one by 0
               _conv(n_out=2, filter_size=(3,), padding="same", strides=3),
               {"output": "[B, T|'time:data:conv3s3s', F|'output:feature'(2)] float32"},
-              params={"output": {"W": (3, 6, 2), "b": (2,)}}, reference=_conv_ref(strides=(3,))),
+              params={"output": {"W": (3, 6, 2)}}, reference=_conv_ref(strides=(3,))),
 ]
 
 POOL_CASES = [
