@@ -733,6 +733,11 @@ def test_scan_becomes_a_rec_layer_with_the_step_in_its_unit():
     assert any(f.startswith("base:rec.") for e in unit.values() for f in e.get("from", []))  # the parameters
     finals = [n for n, e in net.items() if e["class"] == "frontend_scan_state" and e["final"]]
     assert len(finals) == 2
+    from netcompiler.dump import format_text
+    from netcompiler.engine.frontend_layers import format_layer_dict
+
+    shown = format_layer_dict(model, format_text)  # dump-net: the unit's calls too
+    assert "scan/tanh = rf.tanh(combine)" in shown and "scan/rec.matmul = rf.matmul(rec.replace_dim, base:rec.weight" in shown
     # the final frame count of each sequence is its length (the state stays past the end, as rf.scan keeps it)
     inputs, lengths = _batch(in_size, out_size)
     values, _ = model.step_losses(inputs, lengths, training=False)

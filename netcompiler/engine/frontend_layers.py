@@ -173,5 +173,7 @@ def format_layer_dict(model: LayerDictModel, formatter) -> str:
             op = model.layer_dict.ops[name]
             why = model.layer_dict.fallbacks.get(name)
             lines.append(f"  {name} = {op.call_text()}" + (f"  (no catalogue layer: {why})" if why else ""))
+        for loop, unit_ops in sorted(model.layer_dict.unit_ops.items()):
+            lines.extend(f"  {loop}/{name} = {op.call_text()}" for name, op in unit_ops.items())
         text = "\n".join(lines)
     return text

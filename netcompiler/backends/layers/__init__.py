@@ -8,7 +8,8 @@ layer (`catalogue.py`: activation, combine, eval, compare, cast, dropout, dot, r
 where one gives the very template the op gave, else the generic `frontend_op` layer (`layers/frontend_op.py`)
 that calls the same op again on its inputs; parameters become `variable` layers (names: `param_layer_name`),
 marked losses loss layers. The network builder is handed in as a function (this package does not import
-`network.py`). Loops (`rf.while_loop`, `rf.scan`) and in-place updates are refused (`LayerDictUnsupported`).
+`network.py`). `rf.scan` becomes a `rec` layer with the step's ops as its unit (`loop_recorder.py`); `rf.while_loop`,
+`rf.cond` and in-place updates (`rf.parameter_assign`) are refused (`LayerDictUnsupported`).
 """
 
 from .dict_builder import LayerDict, build_layer_dict, param_checkpoint_name, param_layer_name

@@ -49,6 +49,8 @@ class LayerDict:
     """Op layers that are the generic `frontend_op` layer (no catalogue layer gave the recorded template)."""
     fallbacks: Dict[str, str] = field(default_factory=dict)
     """Op layer -> why the catalogue layer that would fit it was not taken (its error, or its other template)."""
+    unit_ops: Dict[str, Dict[str, RecordedOp]] = field(default_factory=dict)
+    """Rec layer of an rf.scan -> the recorded ops of its unit (each a generic layer there)."""
 
 
 def _generic_entry(op: RecordedOp) -> Dict[str, Any]:
@@ -145,7 +147,8 @@ def build_layer_dict(recorder: OpRecorder, losses: List[Any], build: Callable[[D
                  if name in network.layers and not _same_template(network.layers[name].output, ops[name].template)}
         if not wrong:
             params = {layer: p.name for layer, p in used_params.items()}
-            return LayerDict(net_dict, ops, params, marks, generic, fallbacks), network
+            units = {name: recorder.unit_ops[name] for name in ops if name in recorder.unit_ops}
+            return LayerDict(net_dict, ops, params, marks, generic, fallbacks, units), network
         for name in wrong:
             fallbacks[name] = (f"{net_dict[name]['class']} gives {network.layers[name].output.describe()}, the op "
                                f"gave {ops[name].template.describe()}")
