@@ -127,7 +127,8 @@ class DotLayer(LayerBase):
 
 class SoftmaxOverSpatialLayer(LayerBase):
     """Softmax over a spatial axis (default: time), masking frames beyond each sequence's length; the output
-    has the input's template.
+    has the input's dims with the softmax axis moved last, as in RETURNN (`[B, T, F]` over T gives
+    `[B, F, T]`; an int `axis` in a following layer counts in that order). Roles stay with their dims.
 
     Options: `axis` (None: "T"), `energy_factor` (None: a scale applied before the softmax), `start` (None: a
     layer of shape (B,) with the first frame), `window_start` and `window_size` (None: layers of shape (B,)
@@ -161,7 +162,7 @@ class SoftmaxOverSpatialLayer(LayerBase):
         for option in ("start", "window_start", "window_size"):
             if isinstance(self.opts[option], LayerBase):
                 self._check_position_layer(option, x, axis)
-        return x.copy(name=self.name)
+        return x.copy(name=self.name, dims=[d for d in x.dims if d != axis] + [axis])
 
     def _axis(self, x: Data) -> Dim:
         desc = self.opts["axis"]
@@ -189,7 +190,8 @@ class SoftmaxOverSpatialLayer(LayerBase):
         valid = self._valid_frames(inputs, x, axis)
         if valid is not None:
             x = rf.where(valid, x, float("-inf"), dim_order=x.dims)
-        return rf.softmax(x, axis=axis, use_mask=False, log=self.opts["log_space"])
+        y = rf.softmax(x, axis=axis, use_mask=False, log=self.opts["log_space"])
+        return rf.permute(y, self.output.dims)
 
     def _valid_frames(self, inputs, x: rf.Tensor, axis: Dim) -> Optional[rf.Tensor]:
         """Bool Tensor (dims among `x`'s) of the frames the softmax covers, or None for all of them."""

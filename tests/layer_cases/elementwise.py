@@ -77,21 +77,21 @@ def _dot_over_time(x, lengths, p):
 def _softmax_window(x, lengths, p):
     grid = 0.5 * x["grid"]  # [B, T, W, F], softmax over W among w < 3
     valid = (np.arange(grid.shape[2]) < 3)[None, None, :, None]
-    return {"output": _masked_softmax(grid, valid, axis=2, log=True)}
+    return {"output": np.moveaxis(_masked_softmax(grid, valid, axis=2, log=True), 2, -1)}  # W moves last
 
 
 def _softmax_start(x, lengths, p):
     enc, pos = x["enc"], x["pos"][:, None]  # [B, T, F], [B, 1]
     t = np.arange(enc.shape[1])[None, :]
     valid = (t < lengths["enc"][:, None]) & (t >= pos) & (t < pos + 2)
-    return {"output": _masked_softmax(enc, valid[:, :, None], axis=1)}
+    return {"output": np.moveaxis(_masked_softmax(enc, valid[:, :, None], axis=1), 1, -1)}  # T moves last
 
 
 def _softmax_time(x, lengths, p):
     out = np.zeros_like(x["data"])
     for b, n in enumerate(lengths["data"]):
         out[b, :n] = _masked_softmax(x["data"][b, :n], np.ones((n, 1), bool), axis=0)
-    return {"output": out}
+    return {"output": np.moveaxis(out, 1, -1)}  # T moves last
 
 
 def case(id, network, expect, **kw):
@@ -210,16 +210,16 @@ CASES = [
     case("softmax-over-spatial-window",
          {"output": {"class": "softmax_over_spatial", "from": "data:grid", "axis": "stag:ew-window",
                      "energy_factor": 0.5, "window_start": 0, "window_size": 3, "log_space": True}},
-         {"output": "[B, T|'ew-time', 'ew-window'(5), F|'ew-feat'(3)] float32"},
+         {"output": "[B, T|'ew-time', F|'ew-feat'(3), 'ew-window'(5)] float32"},
          reference=_softmax_window),
     case("softmax-over-spatial-start-layer",
          {"output": {"class": "softmax_over_spatial", "from": "data:enc", "start": "data:pos",
                      "window_start": "data:pos", "window_size": 2, "use_time_mask": True}},
-         {"output": "[B, T|'ew-time', F|'ew-feat'(3)] float32"},
+         {"output": "[B, F|'ew-feat'(3), T|'ew-time'] float32"},
          reference=_softmax_start),
     case("softmax-over-spatial-time-default",
          {"output": {"class": "softmax_over_spatial", "from": "data"}},
-         {"output": f"{DATA} float32"},
+         {"output": "[B, F|'data:feature'(6), T|'time:data'] float32"},
          reference=_softmax_time),
     # stack
     case("stack-default-axis", {"lin": LIN6, "output": {"class": "stack", "from": ["data", "lin"]}},

@@ -107,7 +107,8 @@ def catalogue_entry(op: RecordedOp) -> Optional[Dict[str, Any]]:
     if name in ("softmax", "log_softmax") and len(op.inputs) == 1 and isinstance(args.get("axis"), Dim):
         log = bool(args.get("log")) or name == "log_softmax"
         axis = args["axis"]
-        if axis.is_dynamic and args.get("use_mask") is True:
+        if axis.is_dynamic and args.get("use_mask") is True and op.input_templates[0].dims[-1] == axis:
+            # (softmax_over_spatial moves its axis last, as in RETURNN: the same order only if it is last)
             return {"class": "softmax_over_spatial", "axis": axis, "log_space": log, "from": op.inputs}
         if axis == op.input_templates[0].feature_dim:
             return {"class": "activation", "activation": "log_softmax" if log else "softmax", "from": op.inputs}
