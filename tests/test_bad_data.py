@@ -218,3 +218,26 @@ def test_compile_net_names_the_bad_sequence_and_keeps_the_checkpoint(one_epoch, 
     assert "loss became" not in line
     assert fingerprint(saved) == before
     assert not glob.glob(f"{prefix}.002.*")
+
+
+def test_truncated_file_is_named_and_a_rerun_with_good_data_resumes(one_epoch, tmp_path):
+    """A damaged data file (cut in half, as by a full disk during a copy) stops the run before it trains, naming
+    the file; the checkpoint is untouched, and the same command on a good file resumes after it."""
+    shutil.copytree(one_epoch / "out", tmp_path / "out")
+    prefix = str(tmp_path / "out" / "model")
+    path = Path(write(tmp_path / "cut.hdf", dims={"classes": 2}))
+    content = path.read_bytes()
+    path.write_bytes(content[:len(content) // 2])
+    saved = sorted(glob.glob(f"{prefix}.001.*"))
+    before = fingerprint(saved)
+    proc = compile_net(DEMO, "++train", repr({"class": "HDFDataset", "files": [str(path)]}), "++num_epochs", "2",
+                       "++model", prefix, cwd=tmp_path)
+    line = the_error_line(proc)
+    assert str(path) in line, line
+    assert fingerprint(saved) == before
+    good = write(tmp_path / "good.hdf", dims={"classes": 2})
+    proc = compile_net(DEMO, "++train", repr({"class": "HDFDataset", "files": [good]}), "++num_epochs", "2",
+                       "++model", prefix, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "resuming after epoch 1" in proc.stdout
+    assert fingerprint(saved) == before and glob.glob(f"{prefix}.002.*")
