@@ -708,7 +708,34 @@ def scan_rnn_config(two_inputs: bool = False):
     return _config(Model, train_step, time_dim, in_dim, out_dim), 3, 2
 
 
-SCAN_CONFIGS = {"scan_rnn": scan_rnn_config, "scan_rnn_two_inputs": lambda: scan_rnn_config(two_inputs=True)}
+def scan_lstm_cell_config():
+    """rf.LSTM stepped frame by frame (spatial_dim=single_step_dim) in an rf.scan, its LstmState carried: the
+    model code of a hand-written decoder loop; cross entropy on the stacked h."""
+    time_dim, in_dim, hid, out_dim = Dim(None, name="time"), Dim(3, name="in"), Dim(4, name="hid"), Dim(2, name="out")
+
+    class Model(rf.Module):
+        def __init__(self):
+            super().__init__()
+            self.lstm = rf.LSTM(in_dim, hid)
+            self.out = rf.Linear(hid, out_dim)
+
+    def train_step(*, model, extern_data, **_kwargs):
+        def step(state, frame):
+            _, new = model.lstm(frame, state=state, spatial_dim=rf.single_step_dim)
+            return new
+
+        zeros = rf.zeros([batch_dim, hid])
+        last, stacked = rf.scan(step, xs=extern_data["data"], spatial_dim=time_dim,
+                                initial=rf.LstmState(h=zeros, c=zeros))
+        rf.cross_entropy(estimated=model.out(stacked["h"]), estimated_type="logits", target=extern_data["classes"],
+                         axis=out_dim).mark_as_loss(name="ce")
+        rf.reduce_sum(last["c"], axis=hid).mark_as_loss(name="last_c")
+
+    return _config(Model, train_step, time_dim, in_dim, out_dim), 3, 2
+
+
+SCAN_CONFIGS = {"scan_rnn": scan_rnn_config, "scan_rnn_two_inputs": lambda: scan_rnn_config(two_inputs=True),
+                "scan_lstm_cell": scan_lstm_cell_config}
 
 
 @pytest.mark.parametrize("name", sorted(SCAN_CONFIGS))

@@ -30,7 +30,7 @@ def _pack(structure: Any, flat: List[Tensor]) -> Any:
             return next(it)
         if isinstance(node, (list, tuple)):
             return type(node)(build(item) for item in node)
-        return {key: build(node[key]) for key in sorted(node)}
+        return type(node)({key: build(node[key]) for key in sorted(node)})  # (an rf.State stays one)
 
     return build(structure)
 

@@ -132,7 +132,7 @@ def _pack(structure: Any, flat: List[Tensor]) -> Any:
         if isinstance(node, (list, tuple)):
             return type(node)(build(item) for item in node)
         if isinstance(node, dict):
-            return {key: build(node[key]) for key in node}
+            return type(node)({key: build(node[key]) for key in node})  # (an rf.State stays one)
         return node
 
     return build(structure)
