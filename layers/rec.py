@@ -363,10 +363,18 @@ class RecLayer(LoopUnit, BuiltinUnit, LayerBase):
         return self.new_feature_dim(n_out)
 
     def _builtin_output(self) -> Data:
-        return self.projected_output(self._out_dim(), time_dim=self._iteration_dim(self.input_data))
+        x = self.input_data
+        time = self._iteration_dim(x)  # the time role; data without a dynamic axis keeps none (as RETURNN)
+        keep_time = time.is_dynamic or x.time_dim is not None
+        return self.projected_output(self._out_dim(), time_dim=time if keep_time else None)
 
     def _iteration_dim(self, x: Data) -> Dim:
-        axis = "T" if self.opts["axis"] is None else self.opts["axis"]
+        # RETURNN iterates over the time axis; a built-in unit on data without a dynamic axis (no time axis) over
+        # the first spatial axis, a unit dict not at all
+        builtin = not isinstance(self.opts["unit"], dict)
+        axis = self.opts["axis"]
+        if axis is None:
+            axis = "T" if x.time_dim is not None or not builtin else "spatial:0"
         dim = resolve_dim(x, axis, layer=self.name, option="axis")
         if dim.is_batch or dim == x.feature_dim:
             raise self.error(f"option 'axis' {axis!r} names the {'batch' if dim.is_batch else 'feature'} axis of "
@@ -401,7 +409,7 @@ class RecLayer(LoopUnit, BuiltinUnit, LayerBase):
             inputs.set_step_state(new)
             record_final_state(inputs, new)
             return y
-        time, out_dim = self.output.time_dim, self.output.feature_dim
+        time, out_dim = self._iteration_dim(self.input_data), self.output.feature_dim
         backward = self.opts["direction"] == -1
         x = rf.reverse_sequence(inputs.x, axis=time) if backward else inputs.x
         zeros = rf.zeros([out_dim], dtype=self.output.dtype)

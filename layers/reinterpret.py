@@ -143,6 +143,11 @@ class ReinterpretDataLayer(LayerBase):
                                  option="set_axes")
             if role != "batch":
                 roles[role] = dim
+        time = roles.get("time_dim")
+        if time is not None and time == x.feature_dim and "feature_dim" not in roles:
+            # as RETURNN: the feature axis made the time axis leaves the feature role to the last other static axis
+            rest = [d for d in x.dims if not d.is_batch and d != time and not d.is_dynamic]
+            roles["feature_dim"] = rest[-1] if rest else None
         return x.copy(**roles)
 
     def _set_dim_tags(self, x: Data) -> Data:

@@ -25,6 +25,10 @@ from .dim import Dim
 _NAMED = {"b": "B", "batch": "B", "t": "T", "time": "T", "f": "F", "feature": "F"}
 
 
+_NO_TIME_AXIS = ("it has no time axis (as in RETURNN, only a dynamic axis is a time axis); name a static axis "
+                 "by 'spatial:0', 'static:0', 'dim:N' or an int")
+
+
 class _AxisProblem(Exception):
     """Internal: raised while resolving, turned into an AxisError with context."""
 
@@ -36,7 +40,7 @@ def _single_role(data: Data, letter: str) -> List[int]:
         return [data.batch_dim_axis]
     if letter == "T":
         if data.time_dim_axis is None:
-            raise _AxisProblem("it has no time axis")
+            raise _AxisProblem(_NO_TIME_AXIS)
         return [data.time_dim_axis]
     if data.feature_dim_axis is None:
         raise _AxisProblem("it has no feature axis")

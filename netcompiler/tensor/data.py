@@ -63,11 +63,8 @@ class Data:
 
     # default roles ----------------------------------------------------------
     def _default_time_dim(self) -> Optional[Dim]:
-        spatial = [d for d in self.dims if d.kind == SPATIAL]
-        dynamic = [d for d in spatial if d.is_dynamic]
-        if dynamic:
-            return dynamic[0]
-        return spatial[0] if spatial and self.has_batch else None
+        """The first dynamic spatial dim; as in RETURNN, data without one has no time dim (no static fallback)."""
+        return next((d for d in self.dims if d.kind == SPATIAL and d.is_dynamic), None)
 
     def _default_feature_dim(self) -> Optional[Dim]:
         if self.sparse_dim is not None:

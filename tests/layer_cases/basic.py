@@ -48,8 +48,9 @@ CASES = [
               reference=lambda x, lengths, p: {"output": _softmax(x["data"])}),
     LayerCase("activation-log-softmax-feature-not-last",
               {"output": {"class": "activation", "activation": "log_softmax", "from": "data:image"}},
-              # RETURNN (corpus activation/softmax/ffirst): the normalised feature axis moves last
-              {"output": "[B, T|'basic-width'(4), F|'basic-channel'(3)] float32"}, extern_data=CHANNELS_FIRST,
+              # RETURNN (corpus activation/softmax/ffirst): the normalised feature axis moves last; a static
+              # axis is no time axis (corpus activation/softmax/static)
+              {"output": "[B, 'basic-width'(4), F|'basic-channel'(3)] float32"}, extern_data=CHANNELS_FIRST,
               reference=lambda x, lengths, p: {"output": np.moveaxis(np.log(_softmax(x["image"], axis=1)), 1, -1)}),
 ]
 

@@ -198,7 +198,7 @@ CASES = [
     # constant
     case("constant-scalar", {"class": "constant"}, "[] float32", reference=out(lambda x, n, p: np.float32(0))),
     case("constant-matrix-with-batch", {"class": "constant", "value": [[1, 2, 3], [4, 5, 6]], "with_batch_dim": True},
-         "[B, T|'output:dim0'(2), F|'output:feature'(3)] int32", reader=READ_DATA,
+         "[B, 'output:dim0'(2), F|'output:feature'(3)] int32", reader=READ_DATA,
          reference=out(lambda x, n, p: _tile(np.array([[1, 2, 3], [4, 5, 6]]), x))),
     case("constant-bool", {"class": "constant", "value": True}, "[] bool", reference=out(lambda x, n, p: np.True_)),
     case("constant-big-int", {"class": "constant", "value": [1, 2**40]}, "[F|'output:feature'(2)] int64",
