@@ -81,6 +81,11 @@ class Case:
     def id(self) -> str:
         return self.ops[0]
 
+    @property
+    def op(self) -> str:
+        """The frontend name this case runs (its id without the variant after ':')."""
+        return self.ops[0].split(":")[0]
+
 
 def unary(name: str, prep=None, **kw) -> Case:
     """A case of `rf.<name>(prep(x))` (the op looked up at each call: the layer-dict recorder wraps it)."""
@@ -110,7 +115,6 @@ def _call(case: Case):
 
 
 REFUSED = "is not supported on the layer-dict backend"
-NOT_SCAN = "not run: a loop (rf.scan underneath) is refused by the layer-dict backend (see test_backend_layers)"
 
 CASES = [
     # --- elementwise math ---------------------------------------------------------------------------------
@@ -159,6 +163,9 @@ CASES = [
     Case(("masked",), lambda m, x: rf.masked(x, [T], -7.0)),
     Case(("sequence_mask",), lambda m, x: rf.sequence_mask([T], like=x)),
     Case(("merge_dims",), lambda m, x: rf.merge_dims(x, dims=[F, T])),
+    Case(("merge_dims:time-first",), lambda m, x: rf.merge_dims(x, dims=[T, F])),
+    Case(("softmax:log",), lambda m, x: rf.softmax(x, axis=T, log=True)),
+    Case(("reduce_argmax:feat",), lambda m, x: rf.reduce_argmax(x, axis=F)),
     Case(("merge_dims_packed",), lambda m, x: rf.merge_dims_packed(x, dims=[T, F])),
     Case(("pack_padded",), lambda m, x: rf.pack_padded(x, dims=[B, T])),
     Case(("permute",), lambda m, x: rf.permute(x, [F, T, B])),
@@ -185,6 +192,8 @@ CASES = [
         logits=logits, targets=targets, input_spatial_dim=T, targets_spatial_dim=S, blank_index=4),
          {"logits": Input([B, T, C]), "targets": Input([B, S], "int32", sparse_dim=Dim(4, name="labels-cls"))}),
     Case(("ctc_decode",), lambda m, logits, labels: rf.ctc_decode(logits, spatial_dim=T, classes_dim=C), LOGITS),
+    Case(("ctc_decode:beam",), lambda m, logits, labels: rf.ctc_decode(logits, spatial_dim=T, classes_dim=C,
+                                                                        beam_width=3), LOGITS),
     Case(("collapse_repeated",), lambda m, labels: rf.collapse_repeated(labels, spatial_dim=T), LABELS),
     Case(("edit_distance",), lambda m, labels, other: rf.edit_distance(labels, T, other, S),
          {**LABELS, "other": Input([B, S], "int32", sparse_dim=C)}),
@@ -204,6 +213,12 @@ CASES = [
                                                                filter=m.filter, filter_size=[WIN3], padding="valid",
                                                                strides=2),
          build=lambda: Params(filter=[H, F, WIN3])),
+    Case(("conv:strided",), lambda m, x: rf.conv(x, in_dim=F, out_dim=H, in_spatial_dims=[T], filter=m.filter,
+                                                 filter_size=[WIN3], padding="valid", strides=2, dilation_rate=1),
+         build=lambda: Params(filter=[H, F, WIN3])),
+    Case(("transposed_conv:same",), lambda m, x: rf.transposed_conv(
+        x, in_dim=F, out_dim=H, in_spatial_dims=[T], filter=m.filter, filter_size=[WIN3], padding="same", strides=3),
+         build=lambda: Params(filter=[H, F, WIN3])),
     Case(("pool",), lambda m, x: rf.pool(x, mode="avg", pool_size=[2], padding="same", in_spatial_dims=[T])),
     Case(("pool1d",), lambda m, x: rf.pool1d(x, mode="max", pool_size=3, padding="same", strides=2, in_spatial_dim=T)),
     Case(("pool2d",), lambda m, x: rf.pool2d(x, mode="avg", pool_size=(2, 2), padding="valid",
@@ -219,7 +234,7 @@ CASES = [
     Case(("zoneout_lstm",), lambda m, x: rf.zoneout_lstm(
         x, state_h=rf.zeros([H]), state_c=rf.zeros([H]), ff_weight=m.ff, rec_weight=m.rec, bias=m.bias,
         spatial_dim=T, in_dim=F, out_dim=H, zoneout_cell=0.2, zoneout_output=0.1),
-         build=lambda: Params(ff=[F, G4], rec=[H, G4], bias=[G4]), layer_dict=NOT_SCAN),
+         build=lambda: Params(ff=[F, G4], rec=[H, G4], bias=[G4])),
     Case(("gru",), lambda m, x: rf.gru(x, state=rf.zeros([H]), ff_weight=m.ff, rec_weight=m.rec, bias=m.bias,
                                        spatial_dim=T, in_dim=F, out_dim=H),
          build=lambda: Params(ff=[F, G3], rec=[H, G3], bias=[G3])),
@@ -228,7 +243,7 @@ CASES = [
          build=lambda: Params(ff=[F, H1], rec=[H, H1], bias=[H1])),
     Case(("rhn",), lambda m, x: rf.rhn(x, state=rf.zeros([H]), ff_weight=m.ff, bias=m.bias,
                                        depth_weights=[m.d0, m.d1], spatial_dim=T, in_dim=F, out_dim=H),
-         build=lambda: Params(ff=[F, G2], bias=[G2], d0=[H, G2], d1=[H, G2]), layer_dict=NOT_SCAN),
+         build=lambda: Params(ff=[F, G2], bias=[G2], d0=[H, G2], d1=[H, G2])),
     Case(("lstm_step",), lambda m, x, h, c: rf.lstm_step(x, state_h=h, state_c=c, ff_weight=m.ff, rec_weight=m.rec,
                                                          bias=m.bias, in_dim=F, out_dim=H),
          {"x": Input([B, F]), "h": Input([B, H]), "c": Input([B, H])},
@@ -248,8 +263,7 @@ CASES = [
                                                     in_dim=F, out_dim=H),
          {"x": Input([B, F]), "h": Input([B, H])}, build=lambda: Params(ff=[F, G2], bias=[G2], d0=[H, G2])),
     # --- control flow ----------------------------------------------------------------------------------------
-    Case(("scan",), lambda m, x: rf.scan(lambda s, f: s * 0.5 + f, xs=x, spatial_dim=T, initial=rf.zeros([B, F])),
-         layer_dict=NOT_SCAN),
+    Case(("scan",), lambda m, x: rf.scan(lambda s, f: s * 0.5 + f, xs=x, spatial_dim=T, initial=rf.zeros([B, F]))),
     Case(("while_loop",), lambda m, x: rf.while_loop(
         lambda s: rf.reduce_max(rf.abs(s["v"]), axis=[B, F]) < 50.0,
         lambda s: {"v": s["v"] * 2.0, "n": s["n"] + 1}, {"v": x, "n": rf.convert_to_tensor(0, dtype="int32")}),
@@ -478,7 +492,7 @@ def test_the_layer_dict_gives_the_direct_tf_losses_and_gradients(case: Case):
     recorded = {op.op_name for op in model.layer_dict.ops.values()}
     from netcompiler.frontend._dispatch import _NOT_OPS
 
-    op = getattr(rf, case.id.split(":")[0])
+    op = getattr(rf, case.op)
     op = getattr(op, "__recorded_op__", op)
     if inspect.isfunction(op) and op.__module__.rsplit(".", 1)[1] not in _NOT_OPS and case.id != "identity":
         # an op (not model building; rf.identity returns its input: no layer)
