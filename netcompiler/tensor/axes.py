@@ -6,10 +6,11 @@ forms, each case-insensitive where it is a letter:
 * ``"B"``/``"batch"``, ``"T"``/``"time"``, ``"F"``/``"feature"``; ``"T?"`` is time
   if there is one, else nothing; letter combinations such as ``"BT"``, ``"TF"``;
 * ``"spatial"`` (all but batch and feature), ``"spatial_except_time"``,
-  ``"except_time"`` (all but batch and time), ``"except_batch"``, ``"*"`` (all);
+  ``"except_time"`` (all but batch and time), ``"except_batch"``, ``"*"`` (all),
+  ``"static"`` / ``"dynamic"`` (every non-batch axis of static / dynamic size);
 * ``"stag:NAME"`` (the dim whose description is NAME, or ends in ``:NAME``),
   ``"dim:N"`` (the axis of static size N), ``"spatial:i"``, ``"dyn:i"``,
-  ``"static:i"`` (the i-th such axis, negative from the end);
+  ``"static:i"`` (the i-th such axis, negative from the end; ``"s:i"`` is ``"spatial:i"``);
 * an int (the axis index, counting the batch axis; negative from the end);
 * a `Dim` object; a list or tuple of any of these (their union, in order).
 """
@@ -70,6 +71,10 @@ def _resolve_string(data: Data, desc: str) -> List[int]:
         return [i for i in not_batch if i != data.feature_dim_axis]
     if lowered == "spatial_except_time":
         return [i for i in not_batch if i not in (data.feature_dim_axis, data.time_dim_axis)]
+    if lowered == "static":
+        return [i for i in not_batch if not data.dims[i].is_dynamic]
+    if lowered in ("dynamic", "dyn"):
+        return [i for i in not_batch if data.dims[i].is_dynamic]
     prefix, sep, rest = desc.partition(":")
     if sep:
         prefix = prefix.lower()
@@ -79,6 +84,7 @@ def _resolve_string(data: Data, desc: str) -> List[int]:
             if len(found) != 1:
                 raise _AxisProblem(f"{'no' if not found else 'more than one'} dim is named {rest!r}")
             return found
+        prefix = {"s": "spatial"}.get(prefix, prefix)
         if prefix in ("dim", "spatial", "dyn", "static"):
             try:
                 number = int(rest)
@@ -133,7 +139,8 @@ def _error(data: Data, desc: Any, problem: str, layer: Optional[str], option: Op
     return AxisError(
         f"{where}axis {desc!r} does not apply to input {data.name!r} {data.describe()}: {problem}",
         layer=layer, option=option,
-        suggestion="use one of 'B', 'T', 'F', 'spatial', 'except_time', 'except_batch', 'stag:NAME', 'dim:N', an int or a list",
+        suggestion="use one of 'B', 'T', 'F', 'spatial', 'static', 'except_time', 'except_batch', 'spatial:i', "
+                   "'stag:NAME', 'dim:N', an int or a list",
     )
 
 
