@@ -8,7 +8,8 @@ forms, each case-insensitive where it is a letter:
 * ``"spatial"`` (all but batch and feature), ``"spatial_except_time"``,
   ``"except_time"`` (all but batch and time), ``"except_batch"``, ``"*"`` (all),
   ``"static"`` / ``"dynamic"`` (every non-batch axis of static / dynamic size);
-* ``"stag:NAME"`` (the dim whose description is NAME, or ends in ``:NAME``),
+* ``"stag:NAME"`` (the dim whose description is NAME, or ends in ``:NAME``; RETURNN's names of extern
+  data dims, ``"stag:extern_data:data"``/``"stag:time:var:extern_data:data"``, find ``time:data``),
   ``"dim:N"`` (the axis of static size N), ``"spatial:i"``, ``"dyn:i"``,
   ``"static:i"`` (the i-th such axis, negative from the end; ``"s:i"`` is ``"spatial:i"``);
 * an int (the axis index, counting the batch axis; negative from the end);
@@ -17,6 +18,7 @@ forms, each case-insensitive where it is a letter:
 
 from __future__ import annotations
 
+import re
 from typing import Any, List, Optional
 
 from ..errors import AxisError
@@ -54,6 +56,26 @@ def _indexed(axes: List[int], index: int, what: str) -> List[int]:
     return [axes[index]]
 
 
+def _named(data: Data, name: str) -> List[int]:
+    """The axes whose dim is named `name`; if none, those whose name ends in `:name`."""
+    exact = [i for i, d in enumerate(data.dims) if d.description == name]
+    return exact or [i for i, d in enumerate(data.dims) if d.description.endswith(":" + name)]
+
+
+# RETURNN's names of extern data dims -> ours: its time dim 'time:var:extern_data:KEY' (also found as
+# 'extern_data:KEY') is 'time:KEY' here, its feature dim 'feature:KEY' is 'KEY:feature'
+_RETURNN_NAMES = ((re.compile(r"^(?:time:var:)?extern_data:(.+)$"), "time:{}"),
+                  (re.compile(r"^feature:(?:extern_data:)?(.+)$"), "{}:feature"))
+
+
+def _ours_of_returnn_name(name: str) -> str:
+    for pattern, ours in _RETURNN_NAMES:
+        match = pattern.match(name)
+        if match:
+            return ours.format(match.group(1))
+    return name
+
+
 def _resolve_string(data: Data, desc: str) -> List[int]:
     lowered = desc.lower()
     if lowered in _NAMED:
@@ -79,8 +101,7 @@ def _resolve_string(data: Data, desc: str) -> List[int]:
     if sep:
         prefix = prefix.lower()
         if prefix == "stag":
-            exact = [i for i, d in enumerate(data.dims) if d.description == rest]
-            found = exact or [i for i, d in enumerate(data.dims) if d.description.endswith(":" + rest)]
+            found = _named(data, rest) or _named(data, _ours_of_returnn_name(rest))
             if len(found) != 1:
                 raise _AxisProblem(f"{'no' if not found else 'more than one'} dim is named {rest!r}")
             return found
