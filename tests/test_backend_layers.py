@@ -848,3 +848,36 @@ def train_step(*, model, extern_data, **_kwargs):
     second = log.read_text().split("\n")[len(first) - 1:]
     assert {line.split()[0] for line in first if line} == {"1"}
     assert {line.split()[0] for line in second if line} == {"2"} and (tmp_path / "model.003.index").exists()
+
+
+def test_scan_over_a_static_dim_goes_through_the_dict():
+    """rf.scan over a static dim (a window of 4): the rec layer runs the 4 steps; final and stacked states as run
+    directly."""
+    win, in_dim, hid = Dim(4, name="win"), Dim(3, name="in"), Dim(5, name="hid")
+
+    class Model(rf.Module):
+        def __init__(self):
+            super().__init__()
+            self.inp = rf.Linear(in_dim, hid)
+            self.rec = rf.Linear(hid, hid)
+
+    def train_step(*, model, extern_data, **_kwargs):
+        last, stacked = rf.scan(lambda h, frame: rf.tanh(frame + model.rec(h)), xs=model.inp(extern_data["data"]),
+                                spatial_dim=win, initial=rf.zeros([batch_dim, hid]))
+        rf.reduce_sum(last, axis=hid).mark_as_loss(name="last")
+        rf.reduce_sum(rf.reduce_sum(stacked * stacked, axis=win), axis=hid).mark_as_loss(name="stacked")
+
+    config = Config({"extern_data": {"data": {"dims": (batch_dim, win, in_dim), "dtype": "float32"}},
+                     "get_model": lambda **_kwargs: Model(), "train_step": train_step})
+    model = LayerDictModel(config)
+    assert model.layer_dict.net_dict["scan"]["class"] == "rec"
+    inputs = {"data": np.random.RandomState(3).randn(3, 4, 3).astype("float32")}
+    lengths = {"data": np.array([4, 4, 4], dtype="int32")}
+    names = list(model.layer_dict.params.values())
+    via_dict = _losses_and_grads(model, [model.params[n] for n in names], inputs, lengths)
+    via_ops = _losses_and_grads(model.frontend, [model.frontend.params[n] for n in names], inputs, lengths)
+    for name in ("last", "stacked"):
+        np.testing.assert_allclose(via_dict[0][name][0], via_ops[0][name][0], rtol=1e-5)
+    for g_dict, g_ops in zip(via_dict[2], via_ops[2]):
+        assert np.abs(g_ops).sum() > 0
+        np.testing.assert_allclose(g_dict, g_ops, rtol=1e-5, atol=1e-6)
