@@ -247,8 +247,8 @@ class RecLayer(LoopUnit, BuiltinUnit, LayerBase):
     Parameters (checkpoint names "<layer>/rec/<param>", as RETURNN's cell variables are named), with in = input
     features (classes if sparse), n = n_out:
     "rec/W" [in, k*n] (input weights), "rec/W_re" [n, k*n] (recurrent weights), "rec/b" [k*n]. The k blocks
-    along the last axis follow Keras (so Keras and TF's fused kernels read them as they are):
-    lstm (k=4): input gate i, forget gate f, cell candidate c, output gate o;
+    along the last axis: lstm (k=4, every LSTM spelling) as RETURNN's native LSTM orders them (so RETURNN's
+    W/W_re/b give RETURNN's numbers): cell input c, input gate i, forget gate f, output gate o;
     gru (k=3): update gate z, reset gate r, candidate h, with the reset gate applied to the state
     before the recurrent matmul (Keras `reset_after=False`, TF 1's GRUCell; one bias);
     basicrnn (k=1): h[t] = activation(x W + h[t-1] W_re + b); zoneoutlstm as lstm; rhn (k=2: candidate h,

@@ -215,10 +215,10 @@ class Backend:
         """N-D pooling of `raw` [N, spatial..., C]; mode "max" or "avg"; padding "valid" or "same"."""
         raise _missing(cls, f"pool_raw {mode}")
 
-    # --- recurrences (time-major; `xw` [T, N, k*n] is x W + b of every frame, in Keras's gate order) ----------
+    # --- recurrences (time-major; `xw` [T, N, k*n] is x W + b of every frame, in rf.lstm/rf.gru's gate order) --
     @classmethod
     def lstm_raw(cls, xw: Any, rec_weight: Any, state_h: Any, state_c: Any) -> Tuple[Any, Any]:
-        """An LSTM over axis 0 of `xw` (gate blocks i, f, c, o) with recurrent weights `rec_weight` [n, 4n] from
+        """An LSTM over axis 0 of `xw` (gate blocks c, i, f, o) with recurrent weights `rec_weight` [n, 4n] from
         the state (`state_h`, `state_c`) [N, n]: h and the cell of every step, [T, N, n] each."""
         raise _missing(cls, "lstm_raw")
 

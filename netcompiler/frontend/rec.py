@@ -7,10 +7,12 @@ as one loop (`lstm_raw`, `gru_raw`, `rnn_raw`), time-major, the other dims flatt
 sequences. Frames after a sequence's end are computed on padding but cannot reach the frames before it; the
 output is zero there. A backward recurrence is `reverse_sequence` of the source and of the output.
 
-Parameters, in Keras's layout (which TF's fused kernels read as it is): k blocks of `out_dim` along one gate
-dim G: `ff_weight` [in_dim, G], `rec_weight` [out_dim, G], `bias` [G]. lstm (k=4): input gate i, forget
-gate f, cell candidate c, output gate o; gru (k=3): update gate z, reset gate r, candidate h, the reset gate
-applied to the state before the recurrent matmul (Keras `reset_after=False`, TF 1's GRUCell); rnn (k=1).
+Parameters: k blocks of `out_dim` along one gate dim G: `ff_weight` [in_dim, G], `rec_weight` [out_dim, G],
+`bias` [G]. lstm (k=4), in the order of RETURNN's native LSTM (NativeLstm2, its default "lstm" unit, so that
+RETURNN's W/W_re/b give RETURNN's numbers): cell input c, input gate i, forget gate f, output gate o (Keras and
+PyTorch order them i, f, c, o: `lstm_gates_reordered` converts); gru (k=3): update gate z, reset gate r,
+candidate h, the reset gate applied to the state before the recurrent matmul (Keras `reset_after=False`, TF 1's
+GRUCell); rnn (k=1).
 Gates use the logistic sigmoid.
 
 Initial states have `out_dim` and any of the source's dims other than `spatial_dim` and `in_dim`; those they
@@ -25,7 +27,7 @@ from typing import Any, Callable, Tuple
 
 from ..tensor import Data, Dim, Tensor, merge_dims
 from ._dispatch import aligned_raw, backend_for
-from .array import convert_to_tensor, gather, masked, permute
+from .array import concat, convert_to_tensor, gather, masked, permute, split
 from .math import tanh, where
 from .reduce import matmul
 from .run_ctx import get_run_ctx
@@ -34,12 +36,12 @@ from .run_ctx import get_run_ctx
 def lstm(source: Tensor, *, state_h: Tensor, state_c: Tensor, ff_weight: Tensor, rec_weight: Tensor, bias: Tensor,
          spatial_dim: Dim, in_dim: Dim, out_dim: Dim, forget_bias: float = 0.0) -> Tuple[Tensor, Tuple[Tensor, Tensor]]:
     """An LSTM (see the module): cell' = sigmoid(f) cell + sigmoid(i) tanh(c), h' = sigmoid(o) tanh(cell'), with
-    i, f, c, o = x W + b + h U. Returns (out, (h, c)): `out` has the source's dims with `in_dim` replaced by
+    c, i, f, o = x W + b + h U. Returns (out, (h, c)): `out` has the source's dims with `in_dim` replaced by
     `out_dim`, `spatial_dim` first; h and c are the final states. `forget_bias` is a constant added to the
     forget gate (1.0 in TF's LSTMCell)."""
     if forget_bias:
         n = out_dim.size
-        bias = bias + convert_to_tensor([0.0] * n + [float(forget_bias)] * n + [0.0] * (2 * n), dims=bias.dims,
+        bias = bias + convert_to_tensor([0.0] * (2 * n) + [float(forget_bias)] * n + [0.0] * n, dims=bias.dims,
                                         dtype=bias.dtype, backend=backend_for(bias))
     seqs = _Sequences(source, spatial_dim, in_dim, out_dim, ff_weight, rec_weight, bias, 4, "lstm")
     hs, cs = seqs.backend.lstm_raw(seqs.project(), seqs.rec_weight, seqs.flat_state(state_h), seqs.flat_state(state_c))
@@ -68,6 +70,24 @@ def rnn(source: Tensor, *, state: Tensor, ff_weight: Tensor, rec_weight: Tensor,
 
     hs = seqs.stacked(seqs.backend.rnn_raw(seqs.project(), seqs.rec_weight, seqs.flat_state(state), raw_activation))
     return seqs.output(hs), seqs.final(hs, state)
+
+
+LSTM_GATE_ORDER = "cifo"
+"""The order of the 4 blocks of `lstm`'s gate dim: cell input, input gate, forget gate, output gate."""
+
+
+def lstm_gates_reordered(weight: Tensor, *, gate_dim: Dim, order: str, to: str = LSTM_GATE_ORDER) -> Tensor:
+    """`weight` with the 4 LSTM blocks along `gate_dim` given in `order` (letters c, i, f, o; e.g. "ifco" for
+    Keras's and PyTorch's layout) put in the order `to` (by default `lstm`'s)."""
+    if sorted(order) != sorted(LSTM_GATE_ORDER) or sorted(to) != sorted(LSTM_GATE_ORDER):
+        raise ValueError(f"lstm gate orders must be permutations of {LSTM_GATE_ORDER!r}, not {order!r} -> {to!r}")
+    if order == to:
+        return weight
+    if gate_dim.size is None or gate_dim.size % 4:
+        raise ValueError(f"lstm: the gate dim {gate_dim} must have a static size divisible by 4")
+    parts = [Dim(gate_dim.size // 4, gate_dim.kind, f"{gate_dim.description}[{gate}]") for gate in order]
+    blocks = dict(zip(order, zip(split(weight, axis=gate_dim, out_dims=parts), parts)))
+    return concat(*(blocks[gate] for gate in to), out_dim=gate_dim)
 
 
 class _Sequences:

@@ -4,7 +4,7 @@ and the units that only exist as steps run over a Dim (`zoneout_lstm`, `rhn`, wi
 A step takes the frame `source` (any dims; `in_dim` its feature dim, or its sparse dim: then `ff_weight`'s rows
 are selected) and the state (Tensors with `out_dim`; dims they lack are broadcast), and returns the new state
 with the source's dims, `in_dim` replaced by `out_dim`. The weights have the layout of `rf.lstm`/`rf.gru`/
-`rf.rnn` (netcompiler/frontend/rec.py: k blocks of `out_dim` along one gate dim G, Keras's gate order), so one
+`rf.rnn` (netcompiler/frontend/rec.py: k blocks of `out_dim` along one gate dim G; lstm: c, i, f, o), so one
 step equals one frame of those ops with the same weights.
 
 RHN (recurrent highway network, RETURNN's RHNCell): gate dim G of 2 blocks (candidate h, transform gate t);
@@ -56,7 +56,7 @@ def lstm_step(source: Tensor, *, state_h: Tensor, state_c: Tensor, ff_weight: Te
     """One frame of `rf.lstm`: returns the new (h, c)."""
     gate_dim = _gate_dim(rec_weight, out_dim, 4, "lstm")
     z = _project(source, ff_weight, bias, in_dim) + matmul(state_h, rec_weight, reduce=out_dim)
-    i, f, c, o = _blocks(z, gate_dim, out_dim, 4)
+    c, i, f, o = _blocks(z, gate_dim, out_dim, 4)  # the gate order of rf.lstm (RETURNN's native LSTM)
     if forget_bias:
         f = f + float(forget_bias)
     cell = sigmoid(f) * state_c + sigmoid(i) * tanh(c)

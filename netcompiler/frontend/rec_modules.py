@@ -1,8 +1,8 @@
 """`rf.LSTM` (RETURNN's frontend module over the `rf.lstm` op) and its state `rf.LstmState`.
 
 Parameters as RETURNN has them: `ff_weight` [4 x out_dim, in_dim], `rec_weight` [4 x out_dim, out_dim] (Glorot),
-`bias` [4 x out_dim] (zeros); the gate blocks in the order input, forget, cell candidate, output (PyTorch's and
-`rf.lstm`'s). Called over a spatial dim it runs the whole sequence (frames after a sequence's end do not reach its
+`bias` [4 x out_dim] (zeros); the gate blocks in the order input, forget, cell candidate, output (PyTorch's,
+which RETURNN's PyTorch backend uses; each call puts them in `rf.lstm`'s order, RETURNN's native LSTM's). Called over a spatial dim it runs the whole sequence (frames after a sequence's end do not reach its
 output or its final state); with `spatial_dim=single_step_dim` it makes one step.
 """
 
@@ -15,7 +15,7 @@ from .array import convert_to_tensor, zeros
 from .init import Glorot
 from .model_parameter import Parameter
 from .module import Module
-from .rec import lstm
+from .rec import lstm, lstm_gates_reordered
 from .rec_cell import lstm_step
 from .state import State
 
@@ -62,7 +62,9 @@ class LSTM(Module):
                              f"default_initial_state makes zeros), not {state!r}")
         bias = self.bias if self.bias is not None else convert_to_tensor(
             [0.0] * self.gate_dim.size, dims=[self.gate_dim], dtype=self.rec_weight.dtype)
-        args = dict(state_h=state.h, state_c=state.c, ff_weight=self.ff_weight, rec_weight=self.rec_weight,
+        ff_weight, rec_weight, bias = (lstm_gates_reordered(weight, gate_dim=self.gate_dim, order="ifco")
+                                       for weight in (self.ff_weight, self.rec_weight, bias))
+        args = dict(state_h=state.h, state_c=state.c, ff_weight=ff_weight, rec_weight=rec_weight,
                     bias=bias, in_dim=self.in_dim, out_dim=self.out_dim)
         if spatial_dim is single_step_dim:
             h, c = lstm_step(source, **args)

@@ -42,13 +42,14 @@ def _relu(v):
 
 def _unit_steps(unit, x, W, W_re, b, forget_bias=0.0, activation=np.tanh):
     """One sequence x [T, in] through the unit from a zero state: h of every step, [T, n].
-    Gate blocks as Keras orders them: lstm i, f, c, o; gru z, r, h (reset before the recurrent matmul)."""
+    Gate blocks: lstm as RETURNN's native LSTM orders them, c, i, f, o; gru z, r, h (reset before the recurrent
+    matmul)."""
     n = W_re.shape[0]
     h, c, out = np.zeros(n), np.zeros(n), []
     for x_t in x:
         xw = x_t @ W + b
         if unit == "lstm":
-            i, f, g, o = np.split(xw + h @ W_re, 4)
+            g, i, f, o = np.split(xw + h @ W_re, 4)
             c = _sigmoid(f + forget_bias) * c + _sigmoid(i) * np.tanh(g)
             h = _sigmoid(o) * np.tanh(c)
         elif unit == "gru":

@@ -15,14 +15,14 @@ def _sigmoid(v):
 
 
 def lstm_states(seq, W, W_re, b, forget_bias=0.0, h0=None, c0=None, zoneout=(0.0, 0.0)):
-    """One sequence [T, in] through an LSTM (gates i, f, c, o): (outputs, hs, cs), each [T, n]; `zoneout`
-    (cell, output) factors mix new and old states as in evaluation."""
+    """One sequence [T, in] through an LSTM (gates c, i, f, o, RETURNN's native order): (outputs, hs, cs), each
+    [T, n]; `zoneout` (cell, output) factors mix new and old states as in evaluation."""
     n = W_re.shape[0]
     h = np.zeros(n) if h0 is None else h0
     c = np.zeros(n) if c0 is None else c0
     outs, hs, cs = [], [], []
     for x_t in seq:
-        i, f, g, o = np.split(x_t @ W + b + h @ W_re, 4)
+        g, i, f, o = np.split(x_t @ W + b + h @ W_re, 4)
         new_c = _sigmoid(f + forget_bias) * c + _sigmoid(i) * np.tanh(g)
         new_h = _sigmoid(o) * np.tanh(new_c)
         outs.append(new_h)

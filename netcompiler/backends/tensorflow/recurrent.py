@@ -18,7 +18,7 @@ class RecurrentOps:
     def lstm_raw(cls, xw: Any, rec_weight: Any, state_h: Any, state_c: Any):
         def step(state, xw_t):
             h, cell = state
-            i, f, c, o = tf.split(xw_t + tf.matmul(h, rec_weight), 4, axis=-1)
+            c, i, f, o = tf.split(xw_t + tf.matmul(h, rec_weight), 4, axis=-1)
             cell = tf.sigmoid(f) * cell + tf.sigmoid(i) * tf.tanh(c)
             return tf.sigmoid(o) * tf.tanh(cell), cell
 

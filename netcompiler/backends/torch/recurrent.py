@@ -1,4 +1,5 @@
-"""The PyTorch backend's recurrences: Python loops over time with the TensorFlow backend's gate layouts."""
+"""The PyTorch backend's recurrences: Python loops over time with the TensorFlow backend's gate layouts
+(netcompiler/frontend/rec.py)."""
 
 from __future__ import annotations
 
@@ -8,15 +9,15 @@ import torch
 
 
 class RecurrentOps:
-    """LSTM (gates i, f, c, o), GRU (z, r, h; reset before the recurrent matmul) and simple RNN steps over
-    time-major inputs projected before the loop (`xw` = x W + b)."""
+    """LSTM (gate blocks c, i, f, o: RETURNN's native LSTM), GRU (z, r, h; reset before the recurrent matmul) and
+    simple RNN steps over time-major inputs projected before the loop (`xw` = x W + b)."""
 
     @classmethod
     def lstm_raw(cls, xw: Any, rec_weight: Any, state_h: Any, state_c: Any):
         h, cell = state_h, state_c
         hs, cells = [], []
         for t in range(xw.shape[0]):
-            i, f, c, o = torch.chunk(xw[t] + torch.matmul(h, rec_weight), 4, dim=-1)
+            c, i, f, o = torch.chunk(xw[t] + torch.matmul(h, rec_weight), 4, dim=-1)
             cell = torch.sigmoid(f) * cell + torch.sigmoid(i) * torch.tanh(c)
             h = torch.sigmoid(o) * torch.tanh(cell)
             hs.append(h)
