@@ -54,7 +54,8 @@ class LengthLayer(LayerBase):
     Options: `axis` ("T"; any dynamic axis; "B" gives the batch size as a scalar), `add_time_axis`
     (False: adds a time axis '<layer>:time' of size 1 after the batch axis), `dtype` ("int32"),
     `sparse` (False: the lengths as class indices of the dim '<axis>:pad0,1', one longer than the axis).
-    A static axis is an error (its size is a constant). The values are the run's sizes of the axis.
+    A static axis gives its size as a scalar, as in RETURNN (with `sparse` or `add_time_axis` it is an error).
+    The values are the run's sizes of the axis.
     """
 
     layer_class = "length"
@@ -72,7 +73,8 @@ class LengthLayer(LayerBase):
         if sparse and measured.is_batch:
             raise self.error("option 'sparse' needs a non-batch axis (the batch size is no class index)",
                              option="sparse")
-        dims = () if measured.is_batch else (batch_dim,)
+        per_sequence = measured.is_dynamic and not measured.is_batch
+        dims = (batch_dim,) if per_sequence else ()
         roles = {}
         if self.opts["add_time_axis"]:
             roles["time_dim"] = self._time_dim()
@@ -81,12 +83,13 @@ class LengthLayer(LayerBase):
         return Data(self.name, dims, dtype, sparse_dim=sparse_dim, **roles)
 
     def measured_dim(self) -> Dim:
-        """The dynamic axis of the input whose sizes this layer gives."""
+        """The axis of the input whose sizes this layer gives."""
         dim = resolve_dim(self.input_data, self.opts["axis"], layer=self.name, option="axis")
-        if not dim.is_dynamic:
-            raise self.error(f"option 'axis' {self.opts['axis']!r} is {dim.short_repr()}, which is static: it has "
-                             f"no per-sequence lengths", option="axis",
-                             suggestion=f"use a 'constant' with value {dim.size}")
+        static = [key for key in ("sparse", "add_time_axis") if self.opts[key]] if not dim.is_dynamic else []
+        if static:
+            raise self.error(f"option 'axis' {self.opts['axis']!r} is {dim.short_repr()}, which is static: its "
+                             f"length is the scalar {dim.size}, with no per-sequence lengths for '{static[0]}'",
+                             option=static[0], suggestion=f"remove '{static[0]}', or measure a dynamic axis")
         return dim
 
     def _time_dim(self) -> Dim:
