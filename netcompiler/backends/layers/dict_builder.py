@@ -53,7 +53,8 @@ class LayerDict:
     """Rec layer of an rf.scan -> the recorded ops of its unit (each a generic layer there)."""
 
 
-def _generic_entry(op: RecordedOp) -> Dict[str, Any]:
+def generic_entry(op: RecordedOp) -> Dict[str, Any]:
+    """The generic `frontend_op` layer dict of a recorded op (it runs the op again on its inputs)."""
     entry = {"class": GENERIC_CLASS, "from": list(op.inputs), "op": op.op_path, "args": list(op.args),
              "kwargs": dict(op.kwargs), "output_path": list(op.output_path), "template": op.template}
     if op.output_path:
@@ -129,7 +130,7 @@ def build_layer_dict(recorder: OpRecorder, losses: List[Any], build: Callable[[D
             entry = None if name in generic else catalogue_entry(op)
             if entry is None:
                 generic.add(name)
-                entry = _generic_entry(op)
+                entry = generic_entry(op)
             else:
                 catalogue.add(name)
             net_dict[name] = entry

@@ -18,18 +18,11 @@ from __future__ import annotations
 from typing import Any, Dict, List
 
 from ...tensor import Tensor
+from .dict_builder import generic_entry
 from .recorder import InputRef, LayerDictUnsupported, OpRecorder, RecordedOp, _tensor_leaves
 
 SCAN_STATE_CLASS = "frontend_scan_state"
 """The layer class that makes one of scan's results from the rec layer's stacked state."""
-
-
-def _generic_unit_entry(op: RecordedOp) -> Dict[str, Any]:
-    entry = {"class": "frontend_op", "from": list(op.inputs), "op": op.op_path, "args": list(op.args),
-             "kwargs": dict(op.kwargs), "output_path": list(op.output_path), "template": op.template}
-    if op.output_path:
-        entry["call"] = op.call
-    return entry
 
 
 def _arguments(args: tuple, kwargs: Dict[str, Any]):
@@ -86,7 +79,7 @@ def record_scan(recorder: OpRecorder, op, args: tuple, kwargs: Dict[str, Any], r
                              "args": [InputRef(0), list(s.dims)], "kwargs": {}, "template": s.data,
                              "initial_output": f"base:{init_layers[k]}", "is_output_layer": True}
     for unit_name, unit_op in unit_rec.ops.items():
-        unit[unit_name] = _generic_unit_entry(unit_op)
+        unit[unit_name] = generic_entry(unit_op)
     unit["output"] = {"class": "copy", "from": ["state0"]}
     reads = sorted({ref[len("base:"):] for entry in unit.values() for ref in entry.get("from", [])
                     if ref.startswith("base:")} | set(init_layers) | set(outer))
