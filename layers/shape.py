@@ -144,9 +144,10 @@ class SplitDimsLayer(LayerBase):
     `pad_to_multiples` (None: pad iff the axis is dynamic; True: pad the axis to a multiple of the
     product of the given sizes first), `pad_value` (0).
     The -1 part is the derived `split_dim(axis, product, pad)` (dynamic if the axis is); a dynamic axis
-    needs a -1 part. The other parts are new static Dims `<layer>:split<i>`. If the split axis is the
-    feature axis, the last part becomes the feature axis; if it is the time axis, the -1 part (else the
-    first part) becomes the time axis.
+    needs a -1 part. The other parts are new static Dims `<layer>:split<i>`, of the split axis' kind: the
+    parts of a feature axis are all feature-kind, as in RETURNN (of which the last is the feature axis). If
+    the split axis is the time axis, the -1 part (else the first part) becomes the time axis. An int `axis`
+    counts in the batch-major layout and makes the output batch-major (as RETURNN does).
     Emission: padding fills the padded frames of a dynamic axis with `pad_value` too (so that each sequence is
     split as if alone: the -1 part has ceil(length / product) frames per sequence), then `rf.split_dims` appends
     `pad_value` frames up to a multiple and reshapes. Without padding, the axis must hold a multiple of the
@@ -162,7 +163,7 @@ class SplitDimsLayer(LayerBase):
     }
 
     def make_output(self):
-        x = self.input_data
+        x = self._input_layout(self.input_data)
         old, sizes, pad = self._split()
         parts = self._part_dims(old, sizes, pad)
         axis = x.axis_of(old)
@@ -173,9 +174,17 @@ class SplitDimsLayer(LayerBase):
             roles["feature_dim"] = parts[-1]
         return x.copy(dims=x.dims[:axis] + tuple(parts) + x.dims[axis + 1:], name=self.name, **roles)
 
+    def _input_layout(self, x):
+        """The input as split: batch-major when `axis` is an int (RETURNN counts it in that layout, and the
+        output is batch-major then), else as it is. `x`: a Data or a Tensor."""
+        if not isinstance(self.opts["axis"], int) or isinstance(self.opts["axis"], bool):
+            return x
+        batch_first = tuple(d for d in x.dims if d.is_batch) + tuple(d for d in x.dims if not d.is_batch)
+        return x.copy_with_batch_first() if isinstance(x, Data) else rf.permute(x, batch_first)
+
     def _split(self) -> Tuple[Dim, List[int], bool]:
         """The axis to split, the sizes of its parts (one may be -1) and whether it is padded to a multiple."""
-        x = self.input_data
+        x = self._input_layout(self.input_data)
         old = x.dims[resolve_axis(x, self.opts["axis"], layer=self.name, option="axis")]
         if old.is_batch:
             raise self.error("'axis' names the batch axis: splitting it is not supported by netcompiler yet",
@@ -207,13 +216,11 @@ class SplitDimsLayer(LayerBase):
         elif not (old.size == known or (pad and 0 < old.size <= known)):
             raise self.error(f"'dims' {self.opts['dims']!r} multiply to {known}, but the axis {old.short_repr()} "
                              f"has {size_text(old)}", option="dims", suggestion="use -1 for one of the parts")
-        last = len(sizes) - 1
-        return [rest if s == -1 else
-                self.new_dim(s, FEATURE if old.is_feature and i == last else SPATIAL, f"{self.name}:split{i}")
-                for i, s in enumerate(sizes)]
+        kind = FEATURE if old.is_feature else SPATIAL  # every part of a feature axis, as in RETURNN
+        return [rest if s == -1 else self.new_dim(s, kind, f"{self.name}:split{i}") for i, s in enumerate(sizes)]
 
     def emit(self, inputs):
-        x = inputs.x
+        x = self._input_layout(inputs.x)
         old, sizes, pad = self._split()
         pad_value = self.opts["pad_value"]
         if pad and old.is_dynamic:
