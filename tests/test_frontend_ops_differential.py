@@ -28,7 +28,10 @@ S = Dim(None, name="labels")
 F = Dim(4, name="feat")
 C = Dim(5, name="cls")
 H = Dim(3, name="hidden")
-LENGTHS = {T: [5, 2, 4], S: [3, 1, 2]}
+T0 = Dim(None, name="time-with-empty")
+S0 = Dim(None, name="labels-with-empty")
+LENGTHS = {T: [5, 2, 4], S: [3, 1, 2], T0: [4, 0, 3], S0: [2, 0, 3]}
+"""Ragged lengths; T0 and S0 hold an empty sequence."""
 ONE = Dim(1, name="one")
 WIN3 = Dim(3, name="win3")
 G4, G3, G2, H1 = Dim(12, name="gates4"), Dim(9, name="gates3"), Dim(6, name="gates2"), Dim(3, name="gates1")
@@ -137,6 +140,9 @@ CASES = [
     Case(("filtered_gradient",), lambda m, x: rf.filtered_gradient(x, 4.0, per=[B])),
     # --- reductions and softmax (over the dynamic dim: masked) --------------------------------------------
     Case(("reduce",), lambda m, x: {mode: rf.reduce(x, mode=mode, axis=T) for mode in ["sum", "mean", "max", "min"]}),
+    Case(("reduce:empty",), lambda m, x: {mode: rf.reduce(x, mode=mode, axis=T0) for mode in ["sum", "mean", "max"]},
+         {"x": Input([B, T0, F])}),
+    Case(("softmax:empty",), lambda m, x: rf.softmax(x, axis=T0), {"x": Input([B, T0, F])}),
     Case(("reduce_sum",), lambda m, x: rf.reduce_sum(x, axis=[T, F])),
     Case(("reduce_mean",), lambda m, x: rf.reduce_mean(x, axis=T)),
     Case(("reduce_max",), lambda m, x: rf.reduce_max(x, axis=T)),
@@ -191,6 +197,9 @@ CASES = [
     Case(("ctc_loss",), lambda m, logits, targets: rf.ctc_loss(
         logits=logits, targets=targets, input_spatial_dim=T, targets_spatial_dim=S, blank_index=4),
          {"logits": Input([B, T, C]), "targets": Input([B, S], "int32", sparse_dim=Dim(4, name="labels-cls"))}),
+    Case(("ctc_loss:empty-targets",), lambda m, logits, targets: rf.ctc_loss(
+        logits=logits, targets=targets, input_spatial_dim=T, targets_spatial_dim=S0, blank_index=4),
+         {"logits": Input([B, T, C]), "targets": Input([B, S0], "int32", sparse_dim=Dim(4, name="labels-cls"))}),
     Case(("ctc_decode",), lambda m, logits, labels: rf.ctc_decode(logits, spatial_dim=T, classes_dim=C), LOGITS),
     Case(("ctc_decode:beam",), lambda m, logits, labels: rf.ctc_decode(logits, spatial_dim=T, classes_dim=C,
                                                                         beam_width=3), LOGITS),

@@ -39,8 +39,17 @@ class LossOps:
 
     @classmethod
     def ctc_loss_raw(cls, logits: Any, logit_lengths: Any, labels: Any, label_lengths: Any, blank_index: int) -> Any:
-        return tf.nn.ctc_loss(labels=_sparse_sequences(labels, label_lengths), logits=logits, label_length=None,
-                              logit_length=logit_lengths, logits_time_major=True, blank_index=blank_index)
+        """TF's fused CTC kernel (sparse labels), or, where a label sequence is empty (the kernel refuses those;
+        the loss is then -log p(all blanks), as PyTorch computes it), TF's dense implementation."""
+        def fused():
+            return tf.nn.ctc_loss(labels=_sparse_sequences(labels, label_lengths), logits=logits, label_length=None,
+                                  logit_length=logit_lengths, logits_time_major=True, blank_index=blank_index)
+
+        def dense():
+            return tf.nn.ctc_loss(labels=labels, logits=logits, label_length=label_lengths,
+                                  logit_length=logit_lengths, logits_time_major=True, blank_index=blank_index)
+
+        return tf.cond(tf.reduce_min(label_lengths) > 0, fused, dense)
 
     @classmethod
     def ctc_decode_raw(cls, logits: Any, lengths: Any, beam_width: int):
