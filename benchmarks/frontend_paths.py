@@ -283,7 +283,7 @@ def one_pass(step, batches):
     return time.perf_counter() - wall, time.process_time() - cpu
 
 
-def benchmark(model_name, reps, quick):
+def benchmark(model_name, reps, quick, thread_settings):
     config, sides = netcompiler_sides(model_name)
     lr = config.values["learning_rate"]
     sides["hand-torch"] = (*hand_torch_side(model_name, lr), "torch")
@@ -292,8 +292,9 @@ def benchmark(model_name, reps, quick):
     assert len(set(counts.values())) == 1, f"parameter counts differ: {counts}"
     steps = {}
     for name, (_, step, framework) in sides.items():
-        steps[name] = (with_threads(step, DEFAULT_THREADS), framework)
-        if framework == "torch":
+        if framework == "tf" or "default" in thread_settings:
+            steps[name] = (with_threads(step, DEFAULT_THREADS), framework)
+        if framework == "torch" and "1" in thread_settings:
             steps[name + " 1T"] = (with_threads(step, 1), framework)
     tf_batches = random_batches(1, 8, 40, 80, 9, 2) if quick else random_batches(3, 16, 150, 200, 9, 2)
     numpy_batches = [tuple(t.numpy() for t in batch) for batch in tf_batches]
@@ -319,7 +320,7 @@ def benchmark(model_name, reps, quick):
         reference = "hand-tf" if framework == "tf" else "hand-torch" + (" 1T" if name.endswith(" 1T") else "")
         ratio = f"{fps_cpu[name] / fps_cpu[reference]:.2f}, {fps_wall[name] / fps_wall[reference]:.2f} vs {reference}"
         print(f"  {name:<20} {fps_cpu[name]:12.0f} {fps_wall[name]:9.0f}   {ratio}")
-    for name in [n for n in steps if n.endswith(" 1T")]:
+    for name in [n for n in steps if n.endswith(" 1T") and n[:-3] in steps]:
         default = name[:-3]
         print(f"  threads: {default:<16} 1 thread / {DEFAULT_THREADS} threads: {fps_cpu[name] / fps_cpu[default]:.2f} "
               f"per CPU-s, {fps_wall[name] / fps_wall[default]:.2f} per wall-s")
@@ -331,12 +332,14 @@ def main():
     parser.add_argument("--quick", action="store_true", help="smoke run: one small batch, 1 repetition")
     parser.add_argument("--reps", type=int, default=None, help="timed repetitions per side (default 5; quick 1)")
     parser.add_argument("--models", default="mlp,transformer")
+    parser.add_argument("--torch-threads", default="default,1",
+                        help="thread settings of the torch sides: 'default' (torch's), '1', or both (the default)")
     args = parser.parse_args()
     tf.random.set_seed(42)
     print(f"TF {tf.__version__}, torch {torch.__version__}, {os.cpu_count()} CPUs, load average "
           f"{os.getloadavg()[0]:.2f}; frontend paths vs hand-written code (ratio: higher is better)")
     for model_name in args.models.split(","):
-        benchmark(model_name, args.reps or (1 if args.quick else 5), args.quick)
+        benchmark(model_name, args.reps or (1 if args.quick else 5), args.quick, args.torch_threads.split(","))
     print(f"\nload average at the end {os.getloadavg()[0]:.2f}")
     return 0
 
