@@ -46,13 +46,19 @@ def with_kept_dims(y: rf.Tensor, out: Data) -> rf.Tensor:
     return y
 
 
+def _names_int_axis(desc) -> bool:
+    if isinstance(desc, (list, tuple)):
+        return any(_names_int_axis(item) for item in desc)
+    return isinstance(desc, int) and not isinstance(desc, bool)
+
+
 class ReduceLayer(LayerBase):
     """Reduces the input over `axes` with `mode`; argmax/argmin give the index (int32, sparse over the reduced dim).
 
     Options: `mode` (required: "sum", "max", "min", "mean", "logsumexp", "argmax", "argmin"; "avg" = "mean";
     any case), `axes` or `axis` (one of them; any axis description), `keep_dims` (False: reduced axes vanish;
-    True: each becomes a static size-1 axis in its place), `enforce_batch_dim_axis` (None: move the batch axis
-    there before resolving int axes), `use_time_mask` (None: padded frames are masked when reducing over a
+    True: each becomes a static size-1 axis in its place), `enforce_batch_dim_axis` (move the batch axis
+    there before resolving int axes; None: 0 if an axis is an int, as in RETURNN, else no move), `use_time_mask` (None: padded frames are masked when reducing over a
     dynamic axis).
     Decisions: argmax/argmin need exactly one, non-batch axis; reducing over no axis (e.g. "T?" without time)
     gives the input unchanged; mean/logsumexp need float input. Masking (unless `use_time_mask` is False) covers
@@ -113,7 +119,11 @@ class ReduceLayer(LayerBase):
         return given[0]
 
     def batch_moved(self, x: Data) -> Data:
+        """The input as the axes are counted: with the batch axis at `enforce_batch_dim_axis`, which defaults to 0
+        when an axis is given as an int (as RETURNN counts int axes of reduce in the batch-major layout)."""
         axis = self.opts["enforce_batch_dim_axis"]
+        if axis is None and _names_int_axis(self.axes_option()[1]):
+            axis = 0
         if axis is None or x.batch_dim_axis in (None, axis):
             return x
         if not -x.batch_ndim <= axis < x.batch_ndim:

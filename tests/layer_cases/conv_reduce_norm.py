@@ -232,6 +232,10 @@ REDUCE_CASES = [
               reference=_reduce_ref(lambda s: s.argmax(0)[None].astype(np.int32))),
     LayerCase("reduce-enforce-batch-dim-axis", _one("reduce", mode="min", axes=0, enforce_batch_dim_axis=1),
               {"output": "[B, F|'data:feature'(6)] float32"}, reference=_reduce_ref(lambda s: s.min(0))),
+    # RETURNN (corpus int_axis/reduce0/tm, reduce/sum/int_axis_tm): an int axis counts the batch-major layout of a
+    # time-major input (axis 1 of [T, B, F] is T), and the output is batch-major
+    LayerCase("reduce-int-axis-of-time-major", _one("reduce", mode="max", axes=1),
+              {"output": "[B, F|'data:feature'(6)] float32"}, extern_data={"data": {"dim": 6, "batch_dim_axis": 1}}),
     LayerCase("reduce-out-maxout", _one("reduce_out", mode="max", num_pieces=2),
               {"output": "[B, T|'time:data', F|'data:feature//2'(3)] float32"},
               reference=_frame_wise(lambda x, p: x.reshape(x.shape[:-1] + (3, 2)).max(-1))),
