@@ -155,6 +155,9 @@ def _forward(backend, model, call, batch: Batch, raw_inputs, training: bool, res
             value = np.array(backend.to_numpy(out.raw))
             dynamic = [d for d in out.dims if d.size is None and not d.is_batch]
             mask = rf.sequence_mask(dynamic, like=out)
+            extra = [d for d in (mask.dims if mask is not None else ()) if d not in out.dims]
+            if extra:  # an output over time without the batch: valid where any sequence is
+                mask = rf.compare(rf.reduce_max(rf.cast(mask, "int32"), axis=extra), "greater", 0)
             valid = np.ones(value.shape, bool)
             if mask is not None:
                 valid &= np.broadcast_to(_aligned(backend.to_numpy(mask.raw), mask.dims, out.dims), value.shape)

@@ -53,6 +53,11 @@ def _pos(x: Tensor) -> Tensor:
     return rf.abs(x) + 0.5
 
 
+def _nonzero(i: Tensor) -> Tensor:
+    """Integers without zeros (divisors): i where i > 0, else i - 3."""
+    return rf.where(rf.compare(i, "greater", 0), i, i - 3)
+
+
 class Params(rf.Module):
     """Parameters of the given dims (named as the keywords), Glorot-initialised, for calling ops directly."""
 
@@ -132,6 +137,17 @@ CASES = [
     Case(("clip_by_value",), lambda m, x: rf.clip_by_value(x, -0.5, 0.5)),
     Case(("combine",), lambda m, x, y: {k: rf.combine(x, k, y) for k in ["add", "sub", "mul"]} | {
         "truediv": rf.combine(x, "truediv", _pos(y)), "scalar": rf.combine(x, "mul", 2.5)}, XY),
+    Case(("combine:float",), lambda m, x, y: {k: rf.combine(x, k, y) for k in ["floordiv", "mod", "maximum", "minimum"]}
+         | {"pow": rf.combine(_pos(x), "pow", y)}, XY),
+    Case(("combine:int",), lambda m, i, j: {k: rf.combine(i, k, _nonzero(j)) for k in ["add", "sub", "mul", "floordiv",
+                                                                                      "mod", "truediv"]},
+         {"i": Input([B, T], "int32", sparse_dim=C), "j": Input([B, T], "int32", sparse_dim=C)}),
+    Case(("combine:bool",), lambda m, x, y: {k: rf.combine(x > 0.0, k, y > 0.0) for k in ["logical_and", "logical_or"]},
+         XY),
+    Case(("round:halves",), lambda m, x: rf.round(rf.floor(x * 4.0) / 2.0)),
+    Case(("reduce:int",), lambda m, i: {mode: rf.reduce(i, mode=mode, axis=T) for mode in ["sum", "max", "min"]}
+         | {"cumsum": rf.cumsum(i, axis=T)}, {"i": Input([B, T], "int32", sparse_dim=C)}),
+    Case(("reduce:batch",), lambda m, x: {mode: rf.reduce(x, mode=mode, axis=B) for mode in ["sum", "mean", "max"]}),
     Case(("compare",), lambda m, x, y: {k: rf.compare(x, k, y) for k in ["less", "greater_equal", "equal"]}, XY),
     Case(("maximum",), lambda m, x, y: rf.maximum(x, y), XY),
     Case(("minimum",), lambda m, x, y: rf.minimum(x, y), XY),
@@ -184,6 +200,8 @@ CASES = [
     Case(("stack",), lambda m, x, y: rf.stack([x, y], out_dim=Dim(2, name="pair")), XY),
     Case(("one_hot",), lambda m, labels: rf.one_hot(labels), LABELS),
     Case(("window",), lambda m, x: rf.window(x, axis=F, window_dim=Dim(2, name="win"), out_dim=Dim(3, name="wins"))),
+    Case(("pad:modes",), lambda m, x: {mode: rf.pad(x, axes=[F], padding=[(2, 1)], out_dims=[Dim(7, name="padded")],
+                                               mode=mode) for mode in ["reflect", "symmetric", "replicate"]}),
     Case(("pad",), lambda m, x: rf.pad(x, axes=[F], padding=[(1, 2)], out_dims=[Dim(7, name="padded")], value=0.5)),
     # --- losses -------------------------------------------------------------------------------------------
     Case(("cross_entropy",), lambda m, logits, labels: rf.cross_entropy(

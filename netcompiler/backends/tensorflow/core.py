@@ -172,8 +172,16 @@ class CoreOps:
 
     @classmethod
     def pad_raw(cls, raw: Any, paddings, mode: str, value: Any) -> Any:
-        tf_mode = {"constant": "CONSTANT", "reflect": "REFLECT", "symmetric": "SYMMETRIC"}[mode]
         paddings = [[left, right] for left, right in paddings]
+        if mode in ("replicate", "edge"):  # the edge frame repeated (as the torch backend): gather clamped frames
+            for axis, (left, right) in enumerate(paddings):
+                if left or right:
+                    n = tf.shape(raw)[axis]
+                    raw = tf.gather(raw, tf.clip_by_value(tf.range(-left, n + right), 0, n - 1), axis=axis)
+            return raw
+        tf_mode = {"constant": "CONSTANT", "reflect": "REFLECT", "symmetric": "SYMMETRIC"}.get(mode)
+        if tf_mode is None:
+            raise ValueError(f"pad: unknown mode {mode!r}; use constant, reflect, symmetric or replicate")
         if tf_mode == "CONSTANT":
             return tf.pad(raw, paddings, constant_values=tf.cast(value, raw.dtype))
         return tf.pad(raw, paddings, mode=tf_mode)
