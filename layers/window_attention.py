@@ -89,6 +89,17 @@ class GaussWindowAttentionLayer(LayerBase):
         return rf.matmul(frames, weights, reduce=window, use_mask=False)
 
 
+def _description_of(x, axis: int) -> str:
+    """An axis description a config can use for `axis` of `x` ('T', 'F', 'dim:N' or the index)."""
+    if axis == x.time_dim_axis:
+        return "T"
+    if axis == x.feature_dim_axis:
+        return "F"
+    size = x.dims[axis].size
+    same_size = [d for d in x.dims if d.size == size and not d.is_batch]
+    return f"dim:{size}" if size is not None and len(same_size) == 1 else str(axis)
+
+
 class CombineDimsLayer(MergeDimsLayer):
     """RETURNN's combine_dims: merge_dims of static axes (RETURNN refuses the time axis here); `axes` also
     takes "non_spatial": every axis but the batch and the dynamic ones (e.g. [B, inner, F] -> [B, inner*F])."""
@@ -105,6 +116,10 @@ class CombineDimsLayer(MergeDimsLayer):
             axes = [i for i, d in enumerate(x.dims) if not d.is_batch and not d.is_dynamic]
         else:
             axes = sorted(resolve_axes(x, desc, layer=self.name, option="axes"))
+            if isinstance(desc, str) and len(axes) > 1:  # RETURNN refuses it (e.g. 'static'): no defined order
+                raise self.error(f"'axes' {desc!r} names several axes of {x.describe()}; combine_dims needs them as "
+                                 f"a list, in a well defined order (as RETURNN)", option="axes",
+                                 suggestion=f"list them, e.g. {[_description_of(x, i) for i in axes]!r}")
         dynamic = [x.dims[i] for i in axes if x.dims[i].is_dynamic]
         if dynamic:
             raise self.error(f"'axes' {desc!r} names the dynamic axis {dynamic[0].short_repr()} of {x.describe()}; "

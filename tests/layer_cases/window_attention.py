@@ -136,6 +136,10 @@ ERROR_CASES = [
               InvalidOptionError, ["'base' layer 'red'", "with a time and a feature dim"]),
     ErrorCase("combine-dims-dynamic-axis", {"output": {"class": "combine_dims", "axes": ["T", "F"]}},
               InvalidOptionError, ["layer 'output'", "combine_dims merges static axes only", "merge_dims"]),
+    # RETURNN (corpus combine_dims/static_axes): a description of several axes has no defined order
+    ErrorCase("combine-dims-unordered-axes", {"output": {"class": "combine_dims", "axes": "static"}},
+              InvalidOptionError, ["layer 'output'", "as a list", "['dim:4', 'F']"],
+              extern_data={"data": {"shape": (None, 4, 3)}}),
     ErrorCase("activation-only-numbers", {"output": {"class": "linear", "n_out": 2, "activation": "2*3"}},
               InvalidOptionError, ["layer 'output'", "no activation in it"]),
     ErrorCase("activation-unknown-factor-operand", {"output": {"class": "linear", "n_out": 2,
