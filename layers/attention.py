@@ -8,9 +8,21 @@ from netcompiler.errors import DimMismatchError
 from netcompiler.layer_base import NONE_TYPE, NUMBER, LayerBase, Option
 from netcompiler.tensor import FEATURE, FLOAT_DTYPES, INT_DTYPES, SPATIAL, Data, Dim, resolve_dim, resolve_dims
 
+from netcompiler.tensor.dim import same_size_dim
+
 from .elementwise import aligned, aligned_dims, fold, in_order_of, source_value
 
 AXES = (str, int, list, tuple, Dim)
+
+
+class _Unspecified:
+    """The default of dot's `var1`/`var2`: not given (the var axes follow from the other options)."""
+
+    def __repr__(self):
+        return "<not given>"
+
+
+NOT_GIVEN = _Unspecified()
 
 
 def check_float_input(layer: LayerBase, data: Data, name: str, option: str = "from") -> None:
@@ -24,12 +36,18 @@ class DotLayer(LayerBase):
     var1..., var2...)`, summing over the reduce axes.
 
     Options: `red1` (-1), `red2` (-2): the reduce axes of the first and second input (axis descriptions or
-    lists, paired in order); `var1` (-2), `var2` (-1): their kept axes (None: none); `add_var2_if_empty`
-    (True: without var2 axes, add a new axis of size 1 at the end); `debug` (False; not supported).
+    lists, paired in order); `var1`, `var2`: their kept axes (None: none; not given, as in RETURNN: every axis
+    of that input that is neither reduced nor also an axis of the other input); `add_var2_if_empty` (True:
+    when `var2` is given but names no axis, add a new spatial axis of size 1 at the end, which is the
+    output's feature axis); `debug` (False; not supported).
     Decisions: reduce axes pair up if they are the same Dim or both static of the same size (so that
     features of two different linear layers can be multiplied); the remaining (shared) axes pair up the same
     way, identical Dims first, then the others in order. Batch can be neither reduced nor a var axis. The
-    output's dims are the first input's shared axes in its order, then var1's, then var2's.
+    output's dims are the first input's shared axes in its order, then var1's, then var2's. A var2 axis that
+    is also a var1 axis (attention energies of a sequence with itself, `var1: "T", var2: "T"`) becomes its
+    copy `same_size_dim` (same sizes, another Dim: `[B, T, T']`); RETURNN keeps the very same dim twice,
+    which a template here cannot hold. As in RETURNN, an output whose non-batch axes are all dynamic has its
+    last one (not the time axis) as feature axis (`[B, T, T'|F]`).
     Emission: the second input's axes take the Dims of the first's they pair with, then `rf.matmul` (a size-1
     var2 axis is added to the second input before); padded frames of a dynamic reduce axis are set to 0 on both
     inputs (padding may hold inf, and 0 * inf is NaN); `dropout` applies to each input.
@@ -39,8 +57,8 @@ class DotLayer(LayerBase):
     options = {
         "red1": Option(-1, AXES),
         "red2": Option(-2, AXES),
-        "var1": Option(-2, AXES + (NONE_TYPE,)),
-        "var2": Option(-1, AXES + (NONE_TYPE,)),
+        "var1": Option(NOT_GIVEN, AXES + (NONE_TYPE,)),
+        "var2": Option(NOT_GIVEN, AXES + (NONE_TYPE,)),
         "add_var2_if_empty": Option(True, (bool,)),
         "debug": Option(False, (bool,)),
     }
@@ -54,21 +72,41 @@ class DotLayer(LayerBase):
         for name, data in ((a_name, a), (b_name, b)):
             check_float_input(self, data, name)
         shared, var1, var2, _ = self._plan(a, b)
-        if not var2 and self.opts["add_var2_if_empty"]:
-            var2 = [self.new_dim(1, FEATURE, f"{self.name}:dot-var2")]
-        dims = shared + var1 + var2
+        dummy = self._dummy_var2(var2)
+        dims = shared + var1 + (self._out_var2(var1, var2) if dummy is None else [dummy])
         for i, dim in enumerate(dims):
             if dim in dims[:i]:
                 raise self.error(f"the output would have the axis {dim.short_repr()} twice ('{a_name}' "
                                  f"{a.describe()} vs '{b_name}' {b.describe()})", option="var2", kind=DimMismatchError,
                                  suggestion="give one input its own dim for this axis (e.g. 'reinterpret_data')")
-        return Data(self.name, dims, a.dtype)
+        out = Data(self.name, dims, a.dtype)
+        if dummy is not None:
+            return out.copy(feature_dim=dummy)
+        rest = [d for d in dims if not d.is_batch]
+        if out.feature_dim is None and rest and all(d.is_dynamic for d in rest) and rest[-1] != out.time_dim:
+            return out.copy(feature_dim=rest[-1])
+        return out
+
+    def _dummy_var2(self, var2: List[Dim]) -> Optional[Dim]:
+        """The size-1 axis `add_var2_if_empty` adds (spatial-kind, as in RETURNN), or None."""
+        if var2 or not self.opts["add_var2_if_empty"] or self.opts["var2"] is NOT_GIVEN:
+            return None
+        return self.new_dim(1, SPATIAL, f"{self.name}:dot-var2")
+
+    @staticmethod
+    def _out_var2(var1: List[Dim], var2: List[Dim]) -> List[Dim]:
+        """The output's var2 axes: a var1 axis again is its copy (`same_size_dim`)."""
+        return [same_size_dim(d) if d in var1 else d for d in var2]
 
     def _plan(self, a: Data, b: Data):
         """(shared, var1, var2, partner): the first input's shared and var axes, the second's var axes, and for
         each other axis of the second input the axis of the first it pairs with."""
         red1, var1 = self._axes(a, "red1", "var1")
         red2, var2 = self._axes(b, "red2", "var2")
+        if self.opts["var1"] is NOT_GIVEN:
+            var1 = [d for d in a.dims if d not in red1 and not d.is_batch and not b.has_dim(d)]
+        if self.opts["var2"] is NOT_GIVEN:
+            var2 = [d for d in b.dims if d not in red2 and not d.is_batch and not a.has_dim(d)]
         self._pair_up(red1, red2, a, b, "red1", "reduce axes")
         shared = [d for d in a.dims if d not in red1 + var1]
         shared_b = [d for d in b.dims if d not in red2 + var2]
@@ -93,15 +131,20 @@ class DotLayer(LayerBase):
             b = rf.replace_dim(b, in_dim=dim_b, out_dim=dim_a)
         reduced = [d for d in a.dims if d not in shared and d not in var1]
         b = rf.masked(b, [d for d in reduced if d.is_dynamic], 0.0)  # (rf.matmul masks those of a)
-        if not var2 and self.opts["add_var2_if_empty"]:  # a size-1 axis of b: matmul needs no reshapes then
-            b = rf.expand_dim(b, self.output.dims[-1])
+        for dim, copy in zip(var2, self._out_var2(var1, var2)):
+            if copy != dim:  # the same axis as a var1 axis: its copy in the output
+                b = rf.replace_dim(b, in_dim=dim, out_dim=copy)
+        dummy = self._dummy_var2(var2)
+        if dummy is not None:  # a size-1 axis of b: matmul needs no reshapes then
+            b = rf.expand_dim(b, dummy)
         return rf.matmul(a, b, reduce=reduced)
 
     def _axes(self, data: Data, red_option: str, var_option: str):
         """The reduce and var Dims of one input; they must be disjoint and not batch."""
         red = resolve_dims(data, self.opts[red_option], layer=self.name, option=red_option)
         desc = self.opts[var_option]
-        var = [] if desc is None else resolve_dims(data, desc, layer=self.name, option=var_option)
+        var = [] if desc is None or desc is NOT_GIVEN else resolve_dims(data, desc, layer=self.name,
+                                                                        option=var_option)
         for option, dims in ((red_option, red), (var_option, var)):
             if any(d.is_batch for d in dims):
                 raise self.error(f"'{option}' {self.opts[option]!r} names the batch axis of {data.describe()}",

@@ -282,8 +282,8 @@ class GenericAttentionLayer(LayerBase):
         if base.feature_dim in kept:
             raise self.error(f"the weights {weights.describe()} have the base's feature dim "
                              f"{base.feature_dim.short_repr()}", option="weights", kind=DimMismatchError)
-        return Data(self.name, kept + [base.feature_dim], "float32", feature_dim=base.feature_dim,
-                    time_dim=weights.time_dim if weights.time_dim in kept else None)
+        roles = {"time_dim": weights.time_dim} if weights.time_dim in kept else {}  # else the default time axis
+        return Data(self.name, kept + [base.feature_dim], "float32", feature_dim=base.feature_dim, **roles)
 
     def _plan(self, base: Data, weights: Data):
         """(the weights' reduced axis, base axis -> weights axis for the paired ones, the weights' squeezed axes,

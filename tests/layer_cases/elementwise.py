@@ -203,6 +203,12 @@ CASES = [
                      "var2": "F"}},
          {"output": "[B, 'ew-feat'(3), F|'lin:feature'(2)] float32"},
          reference=_dot_over_time),
+    # the same time axis as var1 and var2 (RETURNN: [B, T, T]): the second is its copy, the feature axis
+    case("dot-same-axis-twice", {"output": {"class": "dot", "from": ["data:enc", "data:enc"], "red1": "F",
+                                            "red2": "F", "var1": "T", "var2": "T"}},
+         {"output": "[B, T|'ew-time', F|'ew-time:same-size'] float32"},
+         reference=lambda x, n, p: {"output": np.einsum("btf,bsf->bts", x["enc"], x["enc"])}),
+    # var1/var2 not given: every axis neither reduced nor shared with the other input (as in RETURNN)
     case("dot-defaults", {"output": {"class": "dot", "from": ["data:enc", "data:keys"]}},
          {"output": "[B, T|'ew-time', F|'ew-window'(5)] float32"},
          reference=lambda x, n, p: {"output": np.einsum("btf,bfw->btw", x["enc"], x["keys"])}),
@@ -304,9 +310,6 @@ ERROR_CASES = [
           InvalidOptionError, ["layer 'output'", "'red2' -2", "batch axis"]),
     error("dot-one-input", {"output": {"class": "dot", "from": "data:enc"}},
           InvalidOptionError, ["layer 'output'", "exactly two inputs"]),
-    error("dot-same-axis-twice", {"output": {"class": "dot", "from": ["data:enc", "data:enc"], "red1": "F",
-                                             "red2": "F", "var1": "T", "var2": "T"}},
-          DimMismatchError, ["layer 'output'", "'ew-time' twice"]),
     error("dot-bad-axis", {"output": {"class": "dot", "from": ["data:enc", "data:enc"], "red1": "stag:nope"}},
           AxisError, ["layer 'output'", "option 'red1'", "'stag:nope'"]),
     # softmax_over_spatial
