@@ -6,8 +6,8 @@ All three keep the input's template; they differ in their parameters.
 from typing import Dict, List, Optional
 
 from netcompiler import frontend as rf
-from netcompiler.layer_base import NUMBER, LayerBase, Option, ParamSpec
-from netcompiler.tensor import Data, Dim, resolve_dims
+from netcompiler.layer_base import NONE_TYPE, NUMBER, LayerBase, Option, ParamSpec
+from netcompiler.tensor import SPATIAL, Data, Dim, resolve_dims
 
 from .reduce import check_values
 
@@ -129,25 +129,25 @@ class NormLayer(_NormBase):
 class BatchNormLayer(_NormBase):
     """Batch normalisation over all axes but the feature axis, with running mean and variance for inference.
 
-    Options (defaults are RETURNN's current ones, behavior version >= 12): `use_shift` (True: param "beta"),
-    `use_std` (True: param "gamma"), `use_sample` (0.0: in training, the weight of the running statistics
-    against the batch's), `force_sample` (False: also use `use_sample` in eval), `momentum` (0.1: the running
-    averages move this far towards the batch statistics each step), `epsilon` (1e-3),
-    `update_sample_only_in_training` (True), `delay_sample_update` (True), `param_version` (2; 0, 1 or 2),
-    `gamma_init` (1.0), `beta_init` (0.0), `masked_time` (True: padded frames do not count).
+    Options (None: RETURNN's default for the config's `behavior_version`, the first value from version 12 on, the
+    second below): `use_shift` (True: param "beta"), `use_std` (True: param "gamma"), `use_sample` (0.0: in
+    training, the weight of the running statistics against the batch's), `force_sample` (False: also use
+    `use_sample` in eval), `momentum` (0.1 / 0.99: the running averages move this far towards the batch statistics
+    each step), `epsilon` (1e-3), `update_sample_only_in_training` (True / False), `delay_sample_update`
+    (True / False), `param_version` (2 / 0; 0, 1 or 2), `gamma_init` (1.0), `beta_init` (0.0), `masked_time`
+    (True: padded frames do not count; RETURNN wants it given from version 12 on, here it defaults to True).
 
-    Params, all [F]: "mean" (init 0) and "variance" (init 1) are the running statistics, not trainable;
-    "gamma" (scale, init `gamma_init`) and "beta" (shift, init `beta_init`) are trainable.
+    Params, RETURNN's checkpoint names "<layer>/batch_norm/<prefix><name>", the prefix by `param_version`
+    ("<layer>_<layer>_output_" for 0, none for 1, "v2_" for 2): "mean" (init 0) and "variance" (init 1) are the
+    running statistics, not trainable; "gamma" (scale, init `gamma_init`) and "beta" (shift, init `beta_init`)
+    are trainable. Their shape is [F] for param_version 2, else RETURNN's broadcast shape: the input's axes in
+    order, each other than F of size 1 (e.g. [1, 1, F]).
     Emission (as RETURNN's LayerBase.batch_norm): the batch statistics are the mean and (population) variance
     over all axes but the feature axis, over valid frames only if `masked_time` (else padded frames count, as in
     RETURNN). Training (or `force_sample`) normalises with `(1 - use_sample) * batch + use_sample * running`
     statistics, eval with the running ones. The running statistics move `momentum` towards the batch's in
     training (and also in eval if not `update_sample_only_in_training`), by an assign after the output's
     statistics were read (`delay_sample_update`) or before. Output `(x - mean) / sqrt(var + epsilon) * gamma + beta`.
-    Naming decision: the names are RETURNN's base names without the version prefix RETURNN puts in front
-    ("v2_" for param_version 2, "<layer>_<output>_" for 0), and the shape is [F] for every `param_version`
-    (RETURNN's versions 0 and 1 use a broadcast shape [1, ..., F]); the version only matters when importing
-    RETURNN checkpoints, where the importer maps the names.
     """
 
     layer_class = "batch_norm"
@@ -156,45 +156,85 @@ class BatchNormLayer(_NormBase):
         "use_std": Option(True, (bool,)),
         "use_sample": Option(0.0, NUMBER),
         "force_sample": Option(False, (bool,)),
-        "momentum": Option(0.1, NUMBER),
+        "momentum": Option(None, NUMBER + (NONE_TYPE,)),
         "epsilon": Option(1e-3, NUMBER),
-        "update_sample_only_in_training": Option(True, (bool,)),
-        "delay_sample_update": Option(True, (bool,)),
-        "param_version": Option(2, (int,), choices=(0, 1, 2)),
+        "update_sample_only_in_training": Option(None, (bool, NONE_TYPE)),
+        "delay_sample_update": Option(None, (bool, NONE_TYPE)),
+        "param_version": Option(None, (int, NONE_TYPE), choices=(None, 0, 1, 2)),
         "gamma_init": Option(1.0, _INIT),
         "beta_init": Option(0.0, _INIT),
         "masked_time": Option(True, (bool,)),
     }
 
+    # RETURNN's defaults that depend on behavior_version: (from version 12 on, below)
+    VERSION_DEFAULTS = {"momentum": (0.1, 0.99), "update_sample_only_in_training": (True, False),
+                        "delay_sample_update": (True, False), "param_version": (2, 0)}
+
+    def setting(self, option: str):
+        """The option's value, or its default for the config's behavior_version."""
+        value = self.opts[option]
+        if value is None and option in self.VERSION_DEFAULTS:
+            new, old = self.VERSION_DEFAULTS[option]
+            return new if self.behavior_version >= 12 else old
+        return value
+
     def check_input(self, x):
         self.static_feature_dim(x)
         for option in ("use_sample", "momentum"):
-            value = self.opts[option]
+            value = self.setting(option)
             if not 0 <= value <= 1:
                 raise self.error(f"'{option}' must be between 0 and 1, not {value!r}", option=option)
 
+    def param_name(self, name: str) -> str:
+        """RETURNN's name of the parameter `name` ("mean", "variance", "gamma", "beta") within the layer."""
+        version = self.setting("param_version")
+        local = self.param_scope.rsplit("/", 1)[-1]
+        prefix = {0: f"{local}_{local}_output_", 1: "", 2: "v2_"}[version]
+        return f"batch_norm/{prefix}{name}"
+
+    def broadcast_dims(self) -> List[Dim]:
+        """The size-1 axes of the parameters below param_version 2 (RETURNN's broadcast shape), else none."""
+        if self.setting("param_version") >= 2:
+            return []
+        x = self.output
+        return [self.new_dim(1, SPATIAL, f"{self.name}:batch_norm_broadcast{i}") for i, d in enumerate(x.dims)
+                if d != x.feature_dim]
+
     def make_params(self) -> Dict[str, ParamSpec]:
-        shape = (self.output.feature_dim,)
-        params = {"mean": ParamSpec(shape, 0.0, trainable=False), "variance": ParamSpec(shape, 1.0, trainable=False)}
+        x, broadcast = self.output, self.broadcast_dims()
+        ones = iter(broadcast)
+        shape = tuple(d if d == x.feature_dim else next(ones) for d in x.dims) if broadcast else (x.feature_dim,)
+        params = {self.param_name("mean"): ParamSpec(shape, 0.0, trainable=False),
+                  self.param_name("variance"): ParamSpec(shape, 1.0, trainable=False)}
         if self.opts["use_std"]:
-            params["gamma"] = ParamSpec(shape, self.opts["gamma_init"])
+            params[self.param_name("gamma")] = ParamSpec(shape, self.opts["gamma_init"])
         if self.opts["use_shift"]:
-            params["beta"] = ParamSpec(shape, self.opts["beta_init"])
+            params[self.param_name("beta")] = ParamSpec(shape, self.opts["beta_init"])
         return params
+
+    def stat_param(self, inputs, name: str) -> Optional[rf.Tensor]:
+        """The parameter `name` as [F] (without RETURNN's size-1 axes), or None if there is none."""
+        param = self.param_or_none(inputs, self.param_name(name))
+        return None if param is None else self.as_stat(param)
+
+    def as_stat(self, param: rf.Tensor) -> rf.Tensor:
+        """A parameter value as [F]: without the size-1 axes of param_version < 2."""
+        broadcast = self.broadcast_dims()
+        return rf.squeeze(param, broadcast) if broadcast else param
 
     def emit(self, inputs):
         x = inputs.x
         mean, variance = self.statistics_to_use(inputs, x)
-        return self.normalized(x, mean, variance, self.param_or_none(inputs, "gamma"),
-                               self.param_or_none(inputs, "beta"))
+        return self.normalized(x, mean, variance, self.stat_param(inputs, "gamma"), self.stat_param(inputs, "beta"))
 
     def statistics_to_use(self, inputs, x: rf.Tensor):
         """[mean, variance] ([F] each) to normalise with; updates the running statistics where due."""
         opts = self.opts
         use_sample = float(opts["use_sample"])
-        update = inputs.training or not opts["update_sample_only_in_training"]
+        update = inputs.training or not self.setting("update_sample_only_in_training")
         use_batch = (inputs.training or opts["force_sample"]) and use_sample != 1
-        running = [inputs.param("mean"), inputs.param("variance")]
+        variables = [inputs.param(self.param_name(name)) for name in ("mean", "variance")]
+        running = [self.as_stat(var) for var in variables]
         if not (update or use_batch):
             return running
         others = [d for d in x.dims if d != x.feature_dim]
@@ -203,10 +243,17 @@ class BatchNormLayer(_NormBase):
         if update:
             # read the running statistics before the update changes them (they have no gradient anyway)
             stats = [rf.stop_gradient(v) for v in running]
-            updates = [rf.parameter_assign(var, (rf.stop_gradient(new) - old) * float(opts["momentum"]), op="add")
-                       for var, old, new in zip(running, stats, batch)]
-            if not opts["delay_sample_update"]:
-                stats = [rf.with_dependencies(v, updates) for v in running]  # read after the update
+            updates = [rf.parameter_assign(var, self.param_shaped((rf.stop_gradient(new) - old) *
+                                                                  float(self.setting("momentum"))), op="add")
+                       for var, old, new in zip(variables, stats, batch)]
+            if not self.setting("delay_sample_update"):
+                stats = [self.as_stat(rf.with_dependencies(v, updates)) for v in variables]  # read after the update
         if not use_batch:
             return stats
         return [(1.0 - use_sample) * new + use_sample * old if use_sample else new for old, new in zip(stats, batch)]
+
+    def param_shaped(self, value: rf.Tensor) -> rf.Tensor:
+        """A [F] value with the parameters' size-1 axes (below param_version 2)."""
+        for dim in self.broadcast_dims():
+            value = rf.expand_dim(value, dim)
+        return value

@@ -46,3 +46,16 @@ def test_the_conv_bias_is_added():
 def test_a_bad_version_is_refused_clearly(bad):
     with pytest.raises(ConfigError, match="behavior_version"):
         _params(CONV, behavior_version=bad)
+
+
+@pytest.mark.parametrize("version, names", [
+    (None, {"output/batch_norm/output_output_output_" + k: (1, 1, 3) for k in ("mean", "variance", "gamma", "beta")}),
+    (12, {"output/batch_norm/v2_" + k: (3,) for k in ("mean", "variance", "gamma", "beta")})])
+def test_batch_norm_parameters_by_version(version, names):
+    config = {} if version is None else {"behavior_version": version}
+    assert _params({"output": {"class": "batch_norm", "from": "data"}}, **config) == names
+
+
+def test_batch_norm_param_version_1_has_no_prefix():
+    net = {"output": {"class": "batch_norm", "from": "data", "param_version": 1, "use_shift": False}}
+    assert _params(net) == {f"output/batch_norm/{k}": (1, 1, 3) for k in ("mean", "variance", "gamma")}

@@ -195,10 +195,21 @@ def _valid_frames(inputs, lengths):
     return np.concatenate([inputs["data"][b, :n] for b, n in enumerate(lengths["data"])])
 
 
+def _bn(p, name):
+    """The batch_norm parameter `name` of layer "output" as [F], whatever its param_version's name and shape."""
+    (key,) = [k for k in p if k.startswith("output/batch_norm/") and k.endswith("_" + name)]
+    return p[key].reshape(-1)
+
+
+def _bn_names(version, shape):
+    prefix = {0: "batch_norm/output_output_output_", 2: "batch_norm/v2_"}[version]
+    return {prefix + name: shape for name in ("mean", "variance", "gamma", "beta")}
+
+
 def _batch_norm(inputs, lengths, p, mean, variance, eps=1e-3, shift=True):
     x = inputs["data"]
-    y = (x - mean) / np.sqrt(variance + eps) * p["output/gamma"]
-    return {"output": y + p["output/beta"] if shift else y}
+    y = (x - mean) / np.sqrt(variance + eps) * _bn(p, "gamma")
+    return {"output": y + _bn(p, "beta") if shift else y}
 
 
 REDUCE_CASES = [
@@ -265,31 +276,38 @@ NORM_CASES = [
               reference=lambda inputs, lengths, p: {"output": _per_sequence(
                   inputs["data"], lengths["data"], lambda s: _normalized(s, (0, 1, 2), 1e-6)) + p["output/bias"]},
               rtol=1e-4, atol=1e-4),
-    LayerCase("batch-norm-defaults", _one("batch_norm"), {"output": DENSE},
-              params={"output": {"mean": (6,), "variance": (6,), "gamma": (6,), "beta": (6,)}},
+    LayerCase("batch-norm-defaults", _one("batch_norm", update_sample_only_in_training=True), {"output": DENSE},
+              # no behavior_version: RETURNN's param_version 0, broadcast shape [1, 1, F] (its default of updating
+              # the running statistics in eval too is left out here: that makes a forward pass stateful; the RETURNN
+              # corpus cases batch_norm/dense and batch_norm/tm check it)
+              params={"output": _bn_names(0, (1, 1, 6))},
               # eval: the running statistics (as initialised: mean 0, variance 1)
-              reference=lambda inputs, lengths, p: _batch_norm(inputs, lengths, p, p["output/mean"],
-                                                               p["output/variance"])),
+              reference=lambda inputs, lengths, p: _batch_norm(inputs, lengths, p, _bn(p, "mean"), _bn(p, "variance"))),
     LayerCase("batch-norm-force-sample-uses-batch-statistics-in-eval",
               _one("batch_norm", force_sample=True, gamma_init=0.5, beta_init=0.25), {"output": DENSE},
               reference=lambda inputs, lengths, p: _batch_norm(
                   inputs, lengths, p, _valid_frames(inputs, lengths).mean(0), _valid_frames(inputs, lengths).var(0)),
               rtol=1e-4, atol=1e-4),
     LayerCase("batch-norm-training-uses-batch-statistics-of-valid-frames",
-              _one("batch_norm", gamma_init=0.5, beta_init=0.25), {"output": DENSE}, training=True,
+              _one("batch_norm", gamma_init=0.5, beta_init=0.25, param_version=2, update_sample_only_in_training=True),
+              {"output": DENSE}, training=True,
+              params={"output": _bn_names(2, (6,))},
               reference=lambda inputs, lengths, p: _batch_norm(
                   inputs, lengths, p, _valid_frames(inputs, lengths).mean(0), _valid_frames(inputs, lengths).var(0)),
               rtol=1e-4, atol=1e-4),
     LayerCase("batch-norm-force-sample-mixes-running-statistics",
-              _one("batch_norm", force_sample=True, use_sample=0.25, use_shift=False), {"output": DENSE},
+              _one("batch_norm", force_sample=True, use_sample=0.25, use_shift=False,
+                   update_sample_only_in_training=True), {"output": DENSE},
               reference=lambda inputs, lengths, p: _batch_norm(
-                  inputs, lengths, p, 0.75 * _valid_frames(inputs, lengths).mean(0) + 0.25 * p["output/mean"],
-                  0.75 * _valid_frames(inputs, lengths).var(0) + 0.25 * p["output/variance"], shift=False),
+                  inputs, lengths, p, 0.75 * _valid_frames(inputs, lengths).mean(0) + 0.25 * _bn(p, "mean"),
+                  0.75 * _valid_frames(inputs, lengths).var(0) + 0.25 * _bn(p, "variance"), shift=False),
               rtol=1e-4, atol=1e-4),
-    LayerCase("batch-norm-no-shift", _one("batch_norm", use_shift=False, momentum=0.01, param_version=0),
-              {"output": DENSE}, params={"output": {"mean": (6,), "variance": (6,), "gamma": (6,)}},
-              reference=lambda inputs, lengths, p: _batch_norm(inputs, lengths, p, p["output/mean"],
-                                                               p["output/variance"], shift=False)),
+    LayerCase("batch-norm-no-shift", _one("batch_norm", use_shift=False, momentum=0.01, param_version=0,
+                   update_sample_only_in_training=True),
+              {"output": DENSE},
+              params={"output": {k: v for k, v in _bn_names(0, (1, 1, 6)).items() if not k.endswith("beta")}},
+              reference=lambda inputs, lengths, p: _batch_norm(inputs, lengths, p, _bn(p, "mean"), _bn(p, "variance"),
+                                                               shift=False)),
 ]
 
 CASES = CONV_CASES + POOL_CASES + REDUCE_CASES + NORM_CASES
