@@ -188,7 +188,7 @@ class BatchNormLayer(_NormBase):
     def param_name(self, name: str) -> str:
         """RETURNN's name of the parameter `name` ("mean", "variance", "gamma", "beta") within the layer."""
         version = self.setting("param_version")
-        local = self.param_scope.rsplit("/", 1)[-1]
+        local = self.name.rsplit("/", 1)[-1]  # the layer's own name (RETURNN's, also with a name_scope)
         prefix = {0: f"{local}_{local}_output_", 1: "", 2: "v2_"}[version]
         return f"batch_norm/{prefix}{name}"
 

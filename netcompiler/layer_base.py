@@ -117,13 +117,15 @@ COMMON_OPTIONS: Dict[str, Option] = {
     "dropout_noise_shape": Option(None, (dict, list, tuple, NONE_TYPE)),
     "dropout_on_forward": Option(False, (bool,)),
     "L2": Option(None, (int, float, NONE_TYPE), doc="L2 weight decay on this layer's parameters"),
+    "name_scope": Option(None, (str, NONE_TYPE), doc="where the parameters are named: 'x' -> 'x/W' instead of "
+                                                      "'<layer>/W' (relative to the network), '/x' absolute"),
     "register_as_extern_data": Option(None, (str, NONE_TYPE),
                                       doc="top level only: 'data:KEY' and target KEY name this layer's output"),
 }
 
 # Options RETURNN layers accept that change nothing here (placement and graph hints).
 IGNORED_OPTIONS = frozenset({
-    "param_device", "collocate_with", "name_scope", "encapsulate", "control_dependencies_on_output",
+    "param_device", "collocate_with", "encapsulate", "control_dependencies_on_output",
     "only_on_search", "loss_only_on_non_search", "need_last",
 })
 
@@ -335,8 +337,16 @@ class LayerBase:
     @property
     def param_scope(self) -> str:
         """What this layer's parameter names start with ("<scope>/W"): its path, except that a layer in a rec
-        unit is "<rec>/rec/<inner>", as RETURNN's checkpoints name it."""
+        unit is "<rec>/rec/<inner>", as RETURNN's checkpoints name it; `name_scope` replaces the layer's own name
+        (RETURNN's meaning: "x" -> "<network's scope>/x", "/x" -> "x" at the top)."""
         network = self.network
+        scope = self.opts.get("name_scope")
+        if scope is not None:
+            if not scope.strip("/"):
+                raise self.error(f"'name_scope' {scope!r} (the parameters directly in the network's scope) is not "
+                                 f"supported by netcompiler yet", option="name_scope",
+                                 suggestion="give a scope name, e.g. 'shared'")
+            return scope.strip("/") if scope.startswith("/") else f"{network.param_prefix}{scope.rstrip('/')}"
         local = self.name[len(network.prefix):] if network.prefix and self.name.startswith(network.prefix) \
             else self.name
         return f"{network.param_prefix}{local}"

@@ -395,9 +395,15 @@ class Network:
     def all_params(self) -> Iterator[Tuple[str, LayerBase, ParamSpec]]:
         """(full name "<layer path>/<param>", layer, spec) of every parameter of every built layer, nested
         networks included; independent of the order emission runs in."""
+        owners: Dict[str, str] = {}
         for layer in self.all_layers():
             for name, spec in layer.params.items():
-                yield f"{layer.param_scope}/{name}", layer, spec
+                full = f"{layer.param_scope}/{name}"
+                if owners.setdefault(full, layer.name) != layer.name:
+                    raise layer.error(f"the parameter name '{full}' is also one of layer '{owners[full]}' "
+                                      f"(two layers' parameters may not share a name; 'name_scope'?)",
+                                      option="name_scope", suggestion="give each layer its own 'name_scope'")
+                yield full, layer, spec
 
     def all_layers(self) -> Iterator[LayerBase]:
         """Every built layer, nested networks' layers right after their owner's inputs, in build order.
