@@ -29,7 +29,6 @@ from ..emit.model import LossValue
 from ..errors import ConfigError, SourceLocation
 from ..extern_data import data_from_options, extern_data_from_config
 from ..tensor import Data, Tensor, TensorDict, batch_dim
-from .checkpoints import start_epoch_setting
 
 STEP_FUNCTIONS = ("get_model", "train_step", "forward_step")
 
@@ -85,6 +84,8 @@ def get_model_epoch(manager, config, task: str = "train") -> int:
     run loads -- in training the newest complete one (with start_epoch = N, that of epoch N - 1), in eval and
     forward the one 'load' names (its ".NNN" suffix) or else the newest -- and without one the first epoch trained
     (start_epoch, or 1). `manager`: the run's checkpoint manager (`latest_complete()`)."""
+    from .checkpoints import start_epoch_setting  # (imports TensorFlow: only where a run resumes)
+
     if task == "train":
         start = start_epoch_setting(config.get("start_epoch"))
         if start is not None:
