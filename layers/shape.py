@@ -67,7 +67,8 @@ class MergeDimsLayer(LayerBase):
     input's axis order, RETURNN's historical behaviour; True: in the order `axes` names them).
     The merged axis sits where the feature axis was if that is merged, else where the time axis was if
     that is merged, else at the first merged axis; it takes over the feature/time roles of the axes it
-    merges. Its Dim is the derived `merge_dims(...)`, so merging a dynamic axis gives a dynamic Dim whose
+    merges, except that merging the time with the feature axis leaves no time axis (as in RETURNN: the
+    merged axis is the feature axis only). Its Dim is the derived `merge_dims(...)`, so merging a dynamic axis gives a dynamic Dim whose
     sizes are the product of the parts' sizes. The valid frames of the merged axis are its first
     (product of sizes) frames, in the order flattening each sequence alone gives (`rf.merge_dims_packed`):
     when the dynamic axis is the outermost merged one, the flat reshape already puts them there; otherwise
@@ -101,6 +102,8 @@ class MergeDimsLayer(LayerBase):
         position = sum(1 for i in range(target) if i not in axes)
         roles = {role: merged if getattr(x, role) in parts else getattr(x, role)
                  for role in ("time_dim", "feature_dim")}
+        if x.feature_dim in parts and x.time_dim in parts:
+            roles["time_dim"] = None  # the merged axis is the feature axis only (as in RETURNN)
         return x.copy(dims=rest[:position] + [merged] + rest[position:], name=self.name, **roles)
 
     def _merged_axes(self) -> Tuple[List[int], List[Dim]]:

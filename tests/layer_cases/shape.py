@@ -65,10 +65,10 @@ MERGE_CASES = [
               extern_data=VOLUME,
               reference=_seq_ref(output=lambda s: s.reshape(len(s), 12, 5))),
     LayerCase("merge-dims-dynamic-sorted", {"output": {"class": "merge_dims", "axes": ["F", "T"]}},
-              {"output": "[B, T|'time:data*data:feature'] float32"},
+              {"output": "[B, F|'time:data*data:feature'] float32"},  # feature axis only (RETURNN)
               reference=_seq_ref(output=lambda s: s.reshape(-1))),
     LayerCase("merge-dims-keep-order", {"output": {"class": "merge_dims", "axes": ["F", "T"], "keep_order": True}},
-              {"output": "[B, T|'data:feature*time:data'] float32"},
+              {"output": "[B, F|'data:feature*time:data'] float32"},
               reference=_seq_ref(output=lambda s: s.T.reshape(-1))),
     LayerCase("merge-dims-one-axis-is-identity", {"output": {"class": "merge_dims", "axes": "T"}}, {"output": DATA},
               reference=_seq_ref(output=_same)),
@@ -82,7 +82,7 @@ MERGE_CASES = [
               reference=_seq_ref(output=lambda s: s.transpose(1, 0, 2, 3).reshape(-1, 4, 5))),
     LayerCase("merge-dims-time-major-keep-order",
               {"output": {"class": "merge_dims", "axes": ["F", "T"], "keep_order": True}},
-              {"output": "[B, T|'data:feature*time:data'] float32"}, extern_data=TIME_MAJOR,
+              {"output": "[B, F|'data:feature*time:data'] float32"}, extern_data=TIME_MAJOR,
               reference=_seq_ref(batch_axis=1, output=lambda s: s.T.reshape(-1))),
 ]
 
