@@ -271,6 +271,11 @@ CASES = [
          build=lambda: Params(filter=[H, F, WIN3])),
     Case(("pool",), lambda m, x: rf.pool(x, mode="avg", pool_size=[2], padding="same", in_spatial_dims=[T])),
     Case(("pool1d",), lambda m, x: rf.pool1d(x, mode="max", pool_size=3, padding="same", strides=2, in_spatial_dim=T)),
+    Case(("pool1d:strided-dilated",), lambda m, x: {mode: rf.pool1d(x, mode=mode, pool_size=2, padding="same", strides=2,
+                                                                   dilation_rate=2, in_spatial_dim=T)
+                                                    for mode in ["max", "avg"]}),
+    Case(("gather:time-clipped",), lambda m, x, i: rf.gather(x, indices=i, axis=T, clip_to_valid=True),
+         {**X, "i": Input([B, C], "int32", sparse_dim=Dim(7, name="far"))}),
     Case(("pool2d",), lambda m, x: rf.pool2d(x, mode="avg", pool_size=(2, 2), padding="valid",
                                              in_spatial_dims=[T, F]), {"x": Input([B, T, F, H])}),
     Case(("pool3d",), lambda m, x: rf.pool3d(x, mode="max", pool_size=(2, 2, 1), padding="valid",
