@@ -1,8 +1,7 @@
 """Activation functions by the names configs use ("relu", "tanh", ...), shared by every layer with an
-`activation` option. Names can be chained with "+" ("relu+dropout" is not one; "exp+log" applies exp, then log).
-As in RETURNN, a link of the chain may also be two operands joined by "-", "*" or "/" (the first of these it
-contains, in that order), each a number or again such a term: "2*sigmoid" is 2 * sigmoid(x), "1-tanh" is
-1 - tanh(x)."""
+`activation` option. As in RETURNN, an activation may also be two operands joined by "+", "-", "*" or "/" (the
+first of these it contains, in that order), each a number or again such a term: "relu+tanh" is
+relu(x) + tanh(x) (not a chain), "2*sigmoid" is 2 * sigmoid(x), "1-tanh" is 1 - tanh(x)."""
 
 from netcompiler import frontend as rf
 from netcompiler.errors import InvalidOptionError, closest_match
@@ -17,8 +16,8 @@ ACTIVATION_NAMES = frozenset({
 FEATURE_WISE = frozenset({"softmax", "log_softmax"})
 
 
-# Operators a link may join two operands with, in the order RETURNN looks for them ("+" chains here).
-_OPERATORS = "-*/"
+# Operators a term may join two operands with, in the order they are looked for.
+_OPERATORS = "+-*/"
 
 
 def _operands(term: str):
@@ -43,9 +42,8 @@ def _check_term(term: str, layer: str, option: str, whole) -> None:
         if term in ACTIVATION_NAMES:
             return
         if _number(term) is not None:
-            raise InvalidOptionError(f"activation {whole!r}: '{term}' is a number where an activation is expected "
-                                     f"('+' chains activations: \"exp+log\" is log(exp(x)))", layer=layer,
-                                     option=option, suggestion="write a factor with '*' (\"2*sigmoid\")")
+            raise InvalidOptionError(f"activation {whole!r}: '{term}' is a number where an activation is expected",
+                                     layer=layer, option=option, suggestion="write a factor with '*' (\"2*sigmoid\")")
         guess = closest_match(term, ACTIVATION_NAMES)
         raise InvalidOptionError(f"unknown activation '{term}'", layer=layer, option=option,
                                  suggestion=f"did you mean '{guess}'?" if guess else
@@ -62,12 +60,21 @@ def _check_term(term: str, layer: str, option: str, whole) -> None:
             _check_term(side, layer, option, whole)
 
 
+def normalises_features(name) -> bool:
+    """Whether the activation `name` (a term) applies softmax or log_softmax (over the feature dim)."""
+    if name is None:
+        return False
+    text = str(name)
+    for op in _OPERATORS:
+        text = text.replace(op, " ")
+    return bool(set(text.split()) & FEATURE_WISE)
+
+
 def check_activation(name, layer: str, option: str = "activation") -> None:
-    """Raises an InvalidOptionError naming the layer if `name` is not a known activation (chain)."""
+    """Raises an InvalidOptionError naming the layer if `name` is not a known activation (term)."""
     if name is None:
         return
-    for part in str(name).split("+"):
-        _check_term(part.strip(), layer, option, name)
+    _check_term(str(name).strip(), layer, option, name)
 
 
 def _apply_term(x: rf.Tensor, term: str) -> rf.Tensor:
@@ -78,14 +85,12 @@ def _apply_term(x: rf.Tensor, term: str) -> rf.Tensor:
         return x if term == "linear" else rf.activation(x, term)
     op, left, right = split
     a, b = (_number(side) if _number(side) is not None else _apply_term(x, side) for side in (left, right))
-    return a - b if op == "-" else a * b if op == "*" else a / b
+    return a + b if op == "+" else a - b if op == "-" else a * b if op == "*" else a / b
 
 
 def activate(x: rf.Tensor, name) -> rf.Tensor:
-    """`x` through the activation (chain) `name` (None: unchanged); softmax and log_softmax normalise over
-    `x`'s feature dim."""
+    """`x` through the activation `name` (None: unchanged); softmax and log_softmax normalise over `x`'s
+    feature dim."""
     if name is None:
         return x
-    for part in name.split("+"):
-        x = _apply_term(x, part.strip())
-    return x
+    return _apply_term(x, name.strip())

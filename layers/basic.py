@@ -4,7 +4,7 @@ from netcompiler import frontend as rf
 from netcompiler.layer_base import NUMBER, LayerBase, Option
 from netcompiler.tensor import FLOAT_DTYPES
 
-from .activations import FEATURE_WISE, activate, check_activation
+from .activations import activate, check_activation, normalises_features
 
 
 class CopyLayer(LayerBase):
@@ -50,7 +50,7 @@ class ActivationLayer(LayerBase):
     """Applies an activation function elementwise (softmax/log_softmax over the feature dim, which then is
     the last axis, as in RETURNN).
 
-    Options: `activation` (str, e.g. "relu", "tanh", or a chain "exp+log").
+    Options: `activation` (str, e.g. "relu", "tanh", or a term "relu+tanh" = relu(x) + tanh(x), as in RETURNN).
     """
 
     layer_class = "activation"
@@ -59,13 +59,13 @@ class ActivationLayer(LayerBase):
     def make_output(self):
         check_activation(self.opts["activation"], self.name)
         x = self.input_data
-        if set(self.opts["activation"].split("+")) & FEATURE_WISE and x.feature_dim is None:
+        if normalises_features(self.opts["activation"]) and x.feature_dim is None:
             raise self.error(f"'{self.opts['activation']}' normalises over the feature dim, but the input "
                              f"{x.describe()} has none", option="activation")
         if x.sparse:
             raise self.error(f"the input {x.describe()} is sparse (class indices); activations need values",
                              option="from", suggestion="embed the indices first, e.g. with a 'linear' layer")
-        if set(self.opts["activation"].split("+")) & FEATURE_WISE:  # as RETURNN: the normalised axis goes last
+        if normalises_features(self.opts["activation"]):  # as RETURNN: the normalised axis goes last
             return x.copy(name=self.name, dims=[d for d in x.dims if d != x.feature_dim] + [x.feature_dim])
         return x.copy(name=self.name)
 

@@ -17,7 +17,7 @@ from netcompiler.layer_base import NONE_TYPE, LayerBase, Option, ParamSpec
 from netcompiler.limits import dtype_range_text, fits_dtype
 from netcompiler.tensor import DTYPES, FEATURE, FLOAT_DTYPES, INT_DTYPES, Data, Dim, split_dim
 
-from .activations import FEATURE_WISE, activate, check_activation
+from .activations import activate, check_activation, normalises_features
 
 
 def broadcast_templates(layer: LayerBase, inputs: Sequence[Tuple[str, Data]], option: str = "from") -> Data:
@@ -92,7 +92,7 @@ def check_activation_on(layer: LayerBase, out: Data, option: str = "activation")
     check_activation(name, layer.name, option)
     if out.dtype not in FLOAT_DTYPES:
         raise layer.error(f"'{name}' needs a float output, but it is {out.describe()} {out.dtype}", option=option)
-    if set(name.split("+")) & FEATURE_WISE and out.feature_dim is None:
+    if normalises_features(name) and out.feature_dim is None:
         raise layer.error(f"'{name}' normalises over the feature dim, but the output {out.describe()} has none",
                           option=option)
 

@@ -38,8 +38,10 @@ CASES = [
               reference=_identity("data")),  # not training: the identity
     LayerCase("scaled-grad-reversal", {"output": {"class": "scaled_grad", "scale": -1.0, "from": "data"}},
               {"output": "[B, T|'time:data', F|'data:feature'(6)] float32"}, reference=_identity("data")),
-    LayerCase("activation-chain", {"output": {"class": "activation", "activation": "exp+log", "from": "data"}},
-              {"output": "[B, T|'time:data', F|'data:feature'(6)] float32"}, reference=_identity("data")),
+    # "+" is a sum (as in RETURNN), not a chain
+    LayerCase("activation-plus", {"output": {"class": "activation", "activation": "relu+tanh", "from": "data"}},
+              {"output": "[B, T|'time:data', F|'data:feature'(6)] float32"},
+              reference=lambda x, lengths, p: {"output": np.maximum(x["data"], 0.0) + np.tanh(x["data"])}),
     LayerCase("activation-relu", {"output": {"class": "activation", "activation": "relu", "from": "data"}},
               {"output": "[B, T|'time:data', F|'data:feature'(6)] float32"},
               reference=lambda x, lengths, p: {"output": np.maximum(x["data"], 0.0)}),
