@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Tuple
 
 from netcompiler import frontend as rf
+from netcompiler.frontend.rec import lstm_gates_reordered
 from netcompiler.errors import MissingOptionError, UnknownOptionError, closest_match
 from netcompiler.layer_base import NONE_TYPE, NUMBER, LayerBase, Option, ParamSpec
 from netcompiler.tensor import FEATURE, Data, Dim, resolve_dim
@@ -57,6 +58,19 @@ UNITS: Dict[str, Tuple[UnitKind, Dict[str, Any]]] = {
     "basicrnn": (RNN, {}), "rnn": (RNN, {}),
     "rhn": (RHN, {}),
 }
+
+# LSTM spellings RETURNN runs as a TensorFlow cell (LSTMCell, inside ZoneoutLSTMCell too), whose variables are one
+# kernel [in + n, 4n] (rows: input, then recurrent weights) and a bias [4n], blocks in TF's order (i, c, f, o),
+# named "rec/<scope>/kernel" and "rec/<scope>/bias".
+TF_LSTM_CELL_SCOPES = {"standardlstm": "lstm_cell", "basiclstm": "basic_lstm_cell", "zoneoutlstm": "lstm_cell"}
+TF_LSTM_GATE_ORDER = "icfo"
+
+
+def unit_key(unit: str) -> str:
+    """A unit's spelling as UNITS knows it: lower case, without a trailing "cell"."""
+    key = unit.lower()
+    return key[:-len("cell")] if key.endswith("cell") and key != "cell" else key
+
 
 # RETURNN spellings refused, and why.
 UNSUPPORTED_UNITS = {
@@ -117,9 +131,7 @@ class BuiltinUnit:
 
     def _resolve_unit(self, unit: str) -> Tuple[UnitKind, Dict[str, Any]]:
         """The unit's kind and its unit_opts with defaults filled in."""
-        key = unit.lower()
-        if key.endswith("cell") and key != "cell":
-            key = key[:-len("cell")]
+        key = unit_key(unit)
         if key in UNSUPPORTED_UNITS:
             raise self.error(f"unit '{unit}': {UNSUPPORTED_UNITS[key]}", option="unit")
         if key not in UNITS:
@@ -169,6 +181,11 @@ class BuiltinUnit:
         gates = self.new_dim(kind.blocks * out_dim.size, FEATURE, f"{self.name}:{kind.name}-gates")
         forward = "glorot_uniform" if forward is None else forward
         recurrent = forward if recurrent is None else recurrent
+        cell = self.tf_lstm_cell_scope()
+        if cell is not None:  # one kernel for input and recurrent weights: the forward init for all of it
+            rows = self.new_dim(in_dim.size + out_dim.size, FEATURE, f"{self.name}:{cell}-in+out")
+            return {unit_param(f"{cell}/kernel"): ParamSpec((rows, gates), forward),
+                    unit_param(f"{cell}/bias"): ParamSpec((gates,), 0.0 if bias is None else bias)}
         specs = {unit_param("W"): ParamSpec((in_dim, gates), forward),
                  unit_param("b"): ParamSpec((gates,), 0.0 if bias is None else bias)}
         if kind is RHN:
@@ -180,10 +197,30 @@ class BuiltinUnit:
     def state_keys(kind: UnitKind) -> Tuple[str, ...]:
         return ("c", "h") if kind in (LSTM, ZONEOUT_LSTM) else ("h",)
 
+    def tf_lstm_cell_scope(self):
+        """The TF cell's variable scope if RETURNN runs this unit as a TF LSTM cell (TF_LSTM_CELL_SCOPES), else
+        None."""
+        return TF_LSTM_CELL_SCOPES.get(unit_key(self.opts["unit"]))
+
+    def _tf_lstm_cell_weights(self, inputs, in_dim: Dim, out_dim: Dim) -> Dict[str, Any]:
+        """The TF cell's kernel and bias as the weights of `rf.lstm` (rows cut into W and W_re, blocks reordered)."""
+        cell = self.tf_lstm_cell_scope()
+        kernel, bias = inputs.param(unit_param(f"{cell}/kernel")), inputs.param(unit_param(f"{cell}/bias"))
+        (gates,) = bias.dims
+        (rows,) = [d for d in kernel.dims if d != gates]
+        ff, rec = rf.split(kernel, axis=rows, out_dims=[in_dim, out_dim])
+        ff, rec, bias = (lstm_gates_reordered(w, gate_dim=gates, order=TF_LSTM_GATE_ORDER) for w in (ff, rec, bias))
+        return {"ff_weight": ff, "rec_weight": rec, "bias": bias}
+
     def _unit_args(self, inputs, kind: UnitKind, unit_opts: Dict[str, Any], in_dim: Dim, out_dim: Dim):
-        args = {"ff_weight": inputs.param(unit_param("W")), "bias": inputs.param(unit_param("b")), "in_dim": in_dim,
-                "out_dim": out_dim}
-        if kind is RHN:
+        args = {"in_dim": in_dim, "out_dim": out_dim}
+        if self.tf_lstm_cell_scope() is not None:
+            args.update(self._tf_lstm_cell_weights(inputs, in_dim, out_dim))
+        else:
+            args.update(ff_weight=inputs.param(unit_param("W")), bias=inputs.param(unit_param("b")))
+        if "rec_weight" in args:
+            pass
+        elif kind is RHN:
             args["depth_weights"] = [inputs.param(unit_param(f"depth_{i}/W")) for i in range(unit_opts["depth"])]
         else:
             args["rec_weight"] = inputs.param(unit_param("W_re"))
@@ -253,6 +290,9 @@ class RecLayer(LoopUnit, BuiltinUnit, LayerBase):
     before the recurrent matmul (Keras `reset_after=False`, TF 1's GRUCell; one bias);
     basicrnn (k=1): h[t] = activation(x W + h[t-1] W_re + b); zoneoutlstm as lstm; rhn (k=2: candidate h,
     transform gate t): "rec/W", "rec/b" and "rec/depth_<l>/W" [n, 2n] for each depth layer l instead of "rec/W_re".
+    The units RETURNN runs as TF's LSTMCell ("standardlstm", "zoneoutlstm": "rec/lstm_cell/...", "basiclstm":
+    "rec/basic_lstm_cell/...") have its variables instead: "kernel" [in + n, 4n] (the input rows, then the
+    recurrent ones) and "bias" [4n], blocks in TF's order i, c, f, o (reordered for the LSTM at run time).
     Gates use the logistic sigmoid; the state starts at zero. `get_last_hidden_state` reads the final state.
 
     A unit that is a network dict (training and forward mode; no search yet) is a loop body

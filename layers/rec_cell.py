@@ -31,7 +31,8 @@ class RnnCellLayer(BuiltinUnit, LayerBase):
     The state is the unit's: "c" and "h" for the LSTMs, else "h" (the output). Inside a loop it is a step state
     `get_last_hidden_state` reads it. Parameters: those of
     `rec` with the same unit ("rec/W", "rec/W_re", "rec/b"; rhn: "rec/W", "rec/b", "rec/depth_<l>/W"), in the same
-    layout, so a cell step equals one frame of `rec` with the same weights; under a rec unit
+    layout (standardlstm/zoneoutlstm/basiclstm: TF's LSTMCell kernel and bias, see `rec`), so a cell step equals one
+    frame of `rec` with the same weights; under a rec unit
     "<rec>/rec/<cell>/rec/W" (RETURNN's names).
     """
 

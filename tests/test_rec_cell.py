@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from layer_cases.rec_cell import lstm_states
+from layer_cases.rec_cell import lstm_p, lstm_states
 from netcompiler.emit.model import CompiledNetwork
 from netcompiler.network import build_from_dict
 
@@ -35,7 +35,7 @@ def _explicit_and_builtin(unit):
 def test_explicit_lstm_equals_the_builtin_unit_with_the_same_weights(unit):
     network = build_from_dict(_explicit_and_builtin(unit), EXTERN)
     model = CompiledNetwork(network)
-    for name in ("W", "W_re", "b"):
+    for name in ("W", "W_re", "b") if unit != "standardlstm" else ("lstm_cell/kernel", "lstm_cell/bias"):
         model.params[f"loop/rec/cell/rec/{name}"].assign(model.params[f"builtin/rec/{name}"])
     ctx = model.forward({"data": _batch()}, {"data": LENGTHS}, training=False)
     layers = {layer.name: layer for layer in network.all_layers()}
@@ -57,7 +57,7 @@ def test_zoneout_in_training_keeps_whole_units_and_factor_one_keeps_the_initial_
     model = CompiledNetwork(network)
     x = _batch()
     y = model.forward({"data": x}, {"data": LENGTHS}, training=True).value(network.layers["zo"]).raw.numpy()
-    W, W_re, b = (model.params[f"zo/rec/{k}"].numpy() for k in ("W", "W_re", "b"))
+    W, W_re, b = lstm_p({name: v.numpy() for name, v in model.params.items()}, "zo")
     # the state never changes: every frame is one LSTM step from the zero state (TF LSTMCell: forget_bias 1)
     for i, n in enumerate(LENGTHS):
         want = np.stack([lstm_states(x[i, t:t + 1], W, W_re, b, forget_bias=1.0)[0][0] for t in range(n)])

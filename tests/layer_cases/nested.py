@@ -2,6 +2,7 @@
 
 import numpy as np
 
+from layer_cases.rec_cell import lstm_p, tf_lstm_params
 from layer_harness import ErrorCase, LayerCase
 from netcompiler.errors import (
     AxisError, CycleError, InvalidOptionError, MissingOptionError, UnknownOptionError, UnknownReferenceError,
@@ -64,7 +65,7 @@ def _unit_steps(unit, x, W, W_re, b, forget_bias=0.0, activation=np.tanh):
 def np_rec(x, lengths, p, name, unit="lstm", direction=1, classes=None, **unit_args):
     """rec over batch-major x [B, T, in] (sparse: [B, T] ids of `classes`): each sequence cut to its
     length, run forward (or reversed and back for direction -1), zeros after its end."""
-    W, W_re, b = (p[f"{name}/rec/{key}"] for key in ("W", "W_re", "b"))
+    W, W_re, b = lstm_p(p, name) if unit == "lstm" else (p[f"{name}/rec/{key}"] for key in ("W", "W_re", "b"))
     if classes is not None:
         x = np.eye(classes)[x]
     out = np.zeros(x.shape[:2] + (W_re.shape[0],))
@@ -135,7 +136,7 @@ CASES = [
     LayerCase("rec-two-sources-concatenated",
               {"fw": rec(3), "bw": rec(3, direction=-1), "output": rec(2, "standardlstm", source=["fw", "bw"])},
               {"output": f"[B, {T}, F|'output:feature'(2)] float32"},
-              params={"output": lstm_params(6, 2), "fw": lstm_params(6, 3)},
+              params={"output": tf_lstm_params(6, 2), "fw": lstm_params(6, 3)},
               reference=_two_sources_ref),
     LayerCase("rec-sparse-input-embedded", {"output": rec(5, source="data:classes")},
               {"output": "[B, T|'time:classes', F|'output:feature'(5)] float32"},

@@ -71,11 +71,26 @@ def last(x, lengths, fn):
 
 
 def lstm_p(p, name):
-    return [p[f"{name}/rec/{k}"] for k in ("W", "W_re", "b")]
+    """[W, W_re, b] of an LSTM unit of layer `name`, blocks c, i, f, o; a TF cell's kernel [in + n, 4n] (blocks
+    i, c, f, o, as RETURNN's standardlstm/zoneoutlstm keep them) is cut and reordered into those."""
+    kernel = p.get(f"{name}/rec/lstm_cell/kernel")
+    if kernel is None:
+        return [p[f"{name}/rec/{k}"] for k in ("W", "W_re", "b")]
+    n = kernel.shape[1] // 4
+
+    def native(w):
+        i, c, f, o = np.split(w, 4, axis=-1)
+        return np.concatenate([c, i, f, o], axis=-1)
+    return [native(kernel[:-n]), native(kernel[-n:]), native(p[f"{name}/rec/lstm_cell/bias"])]
 
 
 def lstm_params(n_in, n):
     return {"rec/W": (n_in, 4 * n), "rec/W_re": (n, 4 * n), "rec/b": (4 * n,)}
+
+
+def tf_lstm_params(n_in, n):
+    """The parameters of a unit RETURNN runs as TF's LSTMCell (standardlstm, zoneoutlstm)."""
+    return {"rec/lstm_cell/kernel": (n_in + n, 4 * n), "rec/lstm_cell/bias": (4 * n,)}
 
 
 def loop(unit, source="data", **opts):
@@ -181,7 +196,7 @@ CASES = [
         "output": {"class": "copy", "from": ["zo", "loop"]}},
         {"zo": f"[B, {T}, F|'zo:feature'(3)] float32", "zo_state": "[B, F|'zo_state:feature'(6)] float32",
          "loop": f"[B, {T}, F|'loop/cell:feature'(3)] float32"},
-        params={"zo": lstm_params(6, 3), "loop/cell": lstm_params(6, 3)}, reference=_zoneout_ref),
+        params={"zo": tf_lstm_params(6, 3), "loop/cell": tf_lstm_params(6, 3)}, reference=_zoneout_ref),
     LayerCase("rhn-rec-and-rnn-cell", {
         "rhn": {"class": "rec", "unit": "RHNCell", "n_out": 3, "from": "data", "unit_opts": {"depth": 2}},
         "loop": loop({"cell": {"class": "rnn_cell", "unit": "rhn", "n_out": 3, "from": "data:source",
