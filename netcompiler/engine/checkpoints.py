@@ -409,6 +409,30 @@ def verify_match(root, path: str, reader=None) -> None:
         raise CheckpointError(f"checkpoint '{path}' does not match the network; " + "; ".join(parts))
 
 
+def read_tf_params(path: str, root: str = "model") -> Dict[str, Any]:
+    """The parameters in checkpoint `path` as {name: numpy array}: the values of ``<root>/params/<name>`` (the
+    backend's parameter container, see `backends.tensorflow.params.parameter_container`), found through the
+    object graph (the keys of the files escape '/' and '.')."""
+    reader = _read_reader(path)
+    graph, _shapes = _object_graph(reader, path)
+    nodes = graph.nodes
+    node = 0
+    for step in (root, "params"):
+        child = next((c.node_id for c in nodes[node].children if c.local_name == step), None)
+        if child is None:
+            raise CheckpointError(f"checkpoint '{path}' holds no network parameters (no '{root}/params' in it)")
+        node = child
+    values = {}
+    try:
+        for child in nodes[node].children:
+            key = _value_key(nodes[child.node_id])
+            if key is not None:
+                values[child.local_name] = reader.get_tensor(key)
+    except Exception as exc:  # DataLossError, ... from a damaged data file
+        raise _damaged(path, exc) from None
+    return values
+
+
 def restore(root, path: str) -> None:
     """Restores trackable `root` (e.g. a ``tf.train.Checkpoint``) from checkpoint prefix `path`, strictly.
 

@@ -161,7 +161,7 @@ class Session:
             from .frontend_layers import frontend_step_model
             from .frontend_model import get_model_epoch
 
-            epoch = get_model_epoch(self.checkpoint_manager(clean=False), config, task)
+            epoch = get_model_epoch(self.checkpoint_manager(clean=False, task=task), config, task)
             self.model = frontend_step_model(config, self.backend, seed=seed, epoch=epoch)
         else:
             self.model = CompiledNetwork(network, seed=seed, backend=self.backend)
@@ -232,9 +232,10 @@ class Session:
         dataset.expect_dims({k: d.dim for k, d in extern.items() if d.sparse})
         return dataset
 
-    def checkpoint_manager(self, clean: bool = True):
+    def checkpoint_manager(self, clean: bool = True, task: str = "train"):
         """The backend's checkpoint manager for the model; a model whose checkpoints are all of the other
-        backend is refused (neither backend reads the other's files)."""
+        backend is refused (training cannot resume there: the optimizer's state is the other backend's), except
+        for eval/forward/search that name the checkpoint to load."""
         from .checkpoints import CheckpointManager, complete_checkpoints
 
         if self.torch:
@@ -245,11 +246,13 @@ class Session:
         else:
             manager, other, other_name = CheckpointManager(self.model_prefix, clean=clean), \
                 complete_checkpoints(self.model_prefix, _TORCH_SUFFIX), "torch"
-        if other and manager.latest_complete() is None:
+        if other and manager.latest_complete() is None and not (task != "train" and self.config.get("load")):
             raise ConfigError(f"the model '{self.model_prefix}' has checkpoints of backend '{other_name}' "
                               f"({other[-1][1]}), but this run's backend is '{self.backend}'",
                               subject="config key 'backend'",
-                              suggestion=f"set backend = '{other_name}', or another 'model' path")
+                              suggestion=f"set backend = '{other_name}'; or, to continue on '{self.backend}' from "
+                                         f"its parameters, set import_model_train_epoch1 = '{other[-1][1]}' and "
+                                         f"another 'model' path (eval/forward/search: load = '{other[-1][1]}')")
         return manager
 
     def model_state(self):
@@ -365,19 +368,33 @@ class Session:
             return epoch + 1
         initial = self.config.get("import_model_train_epoch1") or self.config.get("load")
         if initial:
-            checkpoints.restore(initial, self.model_state())
+            if self._restore_params(checkpoints, initial):
+                print(f"notice: '{initial}' is a checkpoint of the other backend: only its parameters are "
+                      f"loaded; the optimizer's state starts fresh on backend '{self.backend}'", file=sys.stderr)
             print(f"initialised the parameters from {initial}", file=self.log)
         return 1
 
+    def _restore_params(self, checkpoints, path: str) -> bool:
+        """Restores the model from checkpoint `path`: of this backend through `checkpoints`, else (written by the
+        other backend) its parameters only. Returns whether it was the other backend's."""
+        from .checkpoint_interchange import checkpoint_format, load_foreign_params
+
+        fmt = checkpoint_format(path)
+        if fmt is None or fmt == self.backend:
+            checkpoints.restore(path, self.model_state())
+            return False
+        load_foreign_params(path, fmt, self.model.params, self.model.backend)
+        return True
+
     def _restore_for_inference(self, task: str):
         locked = self.lock_model(task, read_only_ok=True)
-        checkpoints = self.checkpoint_manager(clean=locked)
+        checkpoints = self.checkpoint_manager(clean=locked, task=task)
         path = self.config.get("load") or checkpoints.latest_path()
         if path is None:
             raise CheckpointError(f"no checkpoint to load: none found at '{self.model_prefix}.NNN' and 'load' "
                                   f"is not set")
         try:
-            checkpoints.restore(path, self.model_state())
+            self._restore_params(checkpoints, path)
         except CheckpointError as exc:
             raise checkpoints.with_previous_hint(exc, path, training=False) from None
         return path

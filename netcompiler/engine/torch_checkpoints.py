@@ -173,6 +173,14 @@ class TorchCheckpointManager(CheckpointManager):
             raise _marked(CheckpointError(f"checkpoint '{path}' is not a netcompiler PyTorch checkpoint"))
         return payload
 
+    def read_params(self, path: str) -> Dict[str, Any]:
+        """The parameters in checkpoint `path` as {checkpoint name: numpy array}."""
+        path = self.resolve(path)
+        params = self._load(path).get("model")
+        if not isinstance(params, Mapping):
+            raise CheckpointError(f"checkpoint '{path}' holds no network parameters (no 'model' state in it)")
+        return {name: value.detach().cpu().numpy() for name, value in params.items()}
+
     def with_previous_hint(self, error: CheckpointError, path: str, *, training: bool) -> CheckpointError:
         """`checkpoints.with_previous_hint` for this manager's files."""
         return with_previous_hint(error, self.model_prefix, path, training=training,
@@ -180,4 +188,11 @@ class TorchCheckpointManager(CheckpointManager):
                                   files=f"'{path}' and '{path}{SIDECAR_SUFFIX}'")
 
 
-__all__ = ["TORCH_SUFFIX", "TorchCheckpointManager", "remove_incomplete_torch"]
+def read_torch_params(path: str) -> Dict[str, Any]:
+    """The parameters of PyTorch checkpoint `path` (``out/model.003`` or ``out/model.003.pt``) as {name: numpy
+    array}, read without a lock and without cleaning up (for loading them on another backend)."""
+    stem = path[:-len(TORCH_SUFFIX)] if path.endswith(TORCH_SUFFIX) else path
+    return TorchCheckpointManager(os.path.splitext(stem)[0] or stem, clean=False).read_params(path)
+
+
+__all__ = ["TORCH_SUFFIX", "TorchCheckpointManager", "read_torch_params", "remove_incomplete_torch"]
