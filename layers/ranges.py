@@ -52,8 +52,9 @@ class LengthLayer(LayerBase):
     """The sizes of a dynamic axis of the input: one length per sequence, shape [B].
 
     Options: `axis` ("T"; any dynamic axis; "B" gives the batch size as a scalar), `add_time_axis`
-    (False: adds a time axis '<layer>:time' of size 1 after the batch axis), `dtype` ("int32"),
-    `sparse` (False: the lengths as class indices of the dim '<axis>:pad0,1', one longer than the axis).
+    (False: adds a time axis '<layer>:time' of size 1 after the batch axis), `dtype` (no effect, as in
+    RETURNN: the lengths are int32; another dtype gives a notice), `sparse` (False: the lengths as class
+    indices of the dim '<axis>:pad0,1', one longer than the axis).
     A static axis gives its size as a scalar, as in RETURNN (with `sparse` or `add_time_axis` it is an error).
     The values are the run's sizes of the axis.
     """
@@ -70,6 +71,12 @@ class LengthLayer(LayerBase):
         measured = self.measured_dim()
         sparse = self.opts["sparse"]
         dtype = _int_dtype(self, self.opts["dtype"], sparse)
+        if dtype != "int32":
+            notice = (f"layer '{self.name}': option 'dtype' {dtype!r} has no effect: lengths are int32 (as in "
+                      f"RETURNN); cast them with a 'cast' layer")
+            if notice not in self.network.notices:
+                self.network.notices.append(notice)
+            dtype = "int32"
         if sparse and measured.is_batch:
             raise self.error("option 'sparse' needs a non-batch axis (the batch size is no class index)",
                              option="sparse")

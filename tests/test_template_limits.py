@@ -164,6 +164,12 @@ def test_batch_axis_without_any_input(layer):
     refused({"output": layer}, "layer 'output'", "batch axis", "reads no extern data", "add_batch_axis=False")
 
 
+def test_length_dtype_has_no_effect_and_says_so():
+    net = build_from_dict({"output": {"class": "length", "dtype": "int64", "from": "data"}}, EXTERN)
+    assert net.layers["output"].output.dtype == "int32"  # as in RETURNN
+    assert any("'dtype' 'int64' has no effect" in n for n in net.notices)
+
+
 def test_variable_has_no_batch_axis_by_default():
     # as in RETURNN (add_batch_axis=False): a network of only a variable builds
     net = build_from_dict({"output": {"class": "variable", "shape": [3]}}, EXTERN)
