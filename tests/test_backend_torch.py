@@ -335,6 +335,24 @@ def test_raw_op_gradient_matches_tensorflow(name):
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
+def test_parameters_named_with_dots_run_on_torch():
+    """A frontend model's layer dict names its parameters by module path ("layer1.weight"); torch keeps "." for
+    its own nesting, so the container writes it "::" while the parameters keep their names."""
+    from layer_harness import build_from_dict
+
+    network = build_from_dict({"layer1.weight": {"class": "variable", "shape": [6]},
+                               "output": {"class": "combine", "kind": "add", "from": ["data", "layer1.weight"]}},
+                              {"data": {"dim": 6}})
+    tf_model = CompiledNetwork(network, seed=3)
+    torch_model = CompiledNetwork(network, seed=3, backend="torch")
+    assert set(torch_model.params) == set(tf_model.params) == {"layer1.weight/layer1.weight"}
+    assert list(torch_model.checkpoint_root.state_dict()) == ["params.layer1::weight/layer1::weight"]
+    inputs, lengths = random_batch(network)
+    layer = _layers(network)["output"]
+    np.testing.assert_allclose(torch_model.forward(inputs, lengths, False).value(layer).raw.detach().numpy(),
+                               tf_model.forward(inputs, lengths, False).value(layer).raw.numpy(), rtol=1e-6)
+
+
 def test_initial_values_and_state_dict_round_trip():
     """Without copying, a torch model starts from TF's initial values (the same seed); its parameters save and
     load through `checkpoint_root.state_dict()`."""

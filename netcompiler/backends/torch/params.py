@@ -40,9 +40,10 @@ class ParamOps:
     @classmethod
     def parameter_container(cls, params):
         """A `torch.nn.Module` whose `params` (a ParameterDict) hold the parameters themselves: its state dict
-        names them "params.<name>"."""
+        names them "params.<name>", with each "." of a name (a frontend module's "layer1.weight") written "::"
+        (torch keeps "." for its own nesting). Checkpoints save the parameters by their own names, not this."""
         container = torch.nn.Module()
-        container.params = torch.nn.ParameterDict(params)
+        container.params = torch.nn.ParameterDict({name.replace(".", "::"): p for name, p in params.items()})
         return container
 
     @classmethod
