@@ -101,8 +101,9 @@ def _description_of(x, axis: int) -> str:
 
 
 class CombineDimsLayer(MergeDimsLayer):
-    """RETURNN's combine_dims: merge_dims of static axes (RETURNN refuses the time axis here); `axes` also
-    takes "non_spatial": every axis but the batch and the dynamic ones (e.g. [B, inner, F] -> [B, inner*F])."""
+    """RETURNN's combine_dims: merge_dims of `axes` given as a list (a dynamic axis too, as RETURNN merges it:
+    corpus missing/combine_dims); `axes` also takes "non_spatial": every axis but the batch and the dynamic ones
+    (e.g. [B, inner, F] -> [B, inner*F])."""
 
     layer_class = "combine_dims"
     options = {
@@ -120,9 +121,4 @@ class CombineDimsLayer(MergeDimsLayer):
                 raise self.error(f"'axes' {desc!r} names several axes of {x.describe()}; combine_dims needs them as "
                                  f"a list, in a well defined order (as RETURNN)", option="axes",
                                  suggestion=f"list them, e.g. {[_description_of(x, i) for i in axes]!r}")
-        dynamic = [x.dims[i] for i in axes if x.dims[i].is_dynamic]
-        if dynamic:
-            raise self.error(f"'axes' {desc!r} names the dynamic axis {dynamic[0].short_repr()} of {x.describe()}; "
-                             f"combine_dims merges static axes only (as in RETURNN)", option="axes",
-                             suggestion="use 'merge_dims' to merge a dynamic axis")
         return axes, [x.dims[i] for i in axes]
