@@ -111,3 +111,20 @@ def test_a_checkpoint_of_another_network_is_refused_by_name(tmp_path):
         run(other, "++load", f"{prefix}.001", task="eval")
     text = str(info.value)
     assert f"{prefix}.001" in text and "written by backend 'torch'" in text and "output/W: checkpoint (10, 2), network (12, 2)" in text
+
+
+def test_forward_on_the_other_backend_writes_the_same_outputs(tmp_path):
+    h5py = pytest.importorskip("h5py")
+    np = pytest.importorskip("numpy")
+    config, prefix = write_config(tmp_path, "demo-12ax-lstm.py", "torch")
+    run(config)
+    outputs = {}
+    for backend in ("torch", "tensorflow"):
+        other, _ = write_config(tmp_path, "demo-12ax-lstm.py", backend, name="reader")
+        outputs[backend] = str(tmp_path / f"{backend}.hdf")
+        run(other, "++load", f"{prefix}.001.pt", "++output_file", outputs[backend], task="forward")
+    with h5py.File(outputs["torch"]) as a, h5py.File(outputs["tensorflow"]) as b:
+        native, foreign = a["inputs"][:], b["inputs"][:]
+    assert native.shape == foreign.shape and native.shape[0] > 100
+    assert np.abs(native - foreign).max() < 1e-5
+    assert np.abs(native - native.mean(axis=0)).max() > 1e-3  # real, varying outputs, not a constant
