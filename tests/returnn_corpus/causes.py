@@ -114,6 +114,10 @@ CAUSES: List[Cause] = [
           "dot/attention energies over the same time axis give [B, T, T] (one T is the other's copy)",
           "refuses: the output would have the axis twice",
           _text({"build"}, r"would have the axis .* twice")),
+    Cause("dot-same-axis-copy",
+          "dot/attention energies over the same time axis hold the very same dim twice ([B, T, T])",
+          "deliberate: the second axis is its copy 'T:same-size' (same sizes; a template holds a dim once)",
+          _text({"dim_identity"}, r"same-size")),
     Cause("feature-axis-of-all-dynamic",
           "an output with no static axis left takes its last dynamic non-batch axis as feature axis "
           "(dot energies, gather, reduce over F of [B,T,S,F])",
