@@ -9,7 +9,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from .. import frontend as rf
 from ..backends import get_backend
 from ..network import Network
-from ..tensor import Tensor, batch_dim
+from ..tensor import Data, Dim, Tensor, batch_dim
 from .context import EmitContext
 
 
@@ -39,6 +39,31 @@ class StepModel:
     * ``loss_names()``: ({loss name: loss label}, {loss name: error label or None}) for printing scores.
     * ``input_keys()``: the extern_data keys a batch must hold.
     """
+
+
+def batch_tensors(run: rf.RunContext, extern_data: Dict[str, Data], inputs: Dict[str, Any],
+                  lengths: Dict[str, Any]) -> Tuple[Dict[str, Tensor], List[Tuple[str, Dim]]]:
+    """The batch's values (raw tensors or arrays laid out as `extern_data` says) as Tensors of their templates;
+    `run` learns the batch size, and the sizes of each entry's time dim from `lengths` (a batch gives one length
+    per sequence and entry). Also returns (key, dim) of every other dynamic dim, whose sizes the batch lacks."""
+    backend = run.backend
+    extern: Dict[str, Tensor] = {}
+    unsized: List[Tuple[str, Dim]] = []
+    for key, data in extern_data.items():
+        if key not in inputs:
+            continue
+        raw = backend.convert_to_raw(inputs[key], data.dtype)
+        extern[key] = Tensor(data, raw)
+        if batch_dim not in run.sizes and data.batch_dim_axis is not None:
+            run.set_size(batch_dim, backend.get_shape_tuple_raw(raw)[data.batch_dim_axis], size_dims=())
+        for dim in data.dynamic_dims:
+            if dim in run.sizes:
+                continue
+            if dim == data.time_dim and key in lengths:
+                run.set_size(dim, lengths[key])
+            else:
+                unsized.append((key, dim))
+    return extern, unsized
 
 
 class CompiledNetwork(StepModel):
@@ -82,19 +107,7 @@ class CompiledNetwork(StepModel):
         return ctx
 
     def _extern_tensors(self, run: rf.RunContext, inputs: Dict[str, Any], lengths: Dict[str, Any]) -> Dict[str, Tensor]:
-        backend = self.backend
-        extern = {}
-        for key, data in self.network.extern_data.items():
-            if key not in inputs:
-                continue
-            raw = backend.convert_to_raw(inputs[key], data.dtype)
-            extern[key] = Tensor(data, raw)
-            if batch_dim not in run.sizes and data.batch_dim_axis is not None:
-                run.set_size(batch_dim, backend.get_shape_tuple_raw(raw)[data.batch_dim_axis], size_dims=())
-            if data.time_dim is not None and data.time_dim.is_dynamic and key in lengths \
-                    and data.time_dim not in run.sizes:
-                run.set_size(data.time_dim, lengths[key])
-        return extern
+        return batch_tensors(run, self.network.extern_data, inputs, lengths)[0]
 
     def loss_layers(self):
         return [layer for layer in self.network.all_layers() if getattr(layer, "loss", None) is not None]

@@ -25,10 +25,10 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from .. import frontend as rf
 from ..backends import get_backend
-from ..emit.model import LossValue
+from ..emit.model import LossValue, batch_tensors
 from ..errors import ConfigError, SourceLocation
 from ..extern_data import data_from_options, extern_data_from_config
-from ..tensor import Data, Tensor, TensorDict, batch_dim
+from ..tensor import Data, Tensor, TensorDict
 
 STEP_FUNCTIONS = ("get_model", "train_step", "forward_step")
 
@@ -176,26 +176,15 @@ class FrontendModel:
 
     # --- a step -----------------------------------------------------------------------------------
     def _extern_tensors(self, run: rf.RunContext, inputs: Dict[str, Any], lengths: Dict[str, Any]) -> TensorDict:
-        """The batch as a TensorDict of the extern_data templates; the run learns the batch size and the sizes
-        of the dynamic dims from the batch's lengths."""
-        backend = self.backend
-        extern = TensorDict()
-        for key, data in self.extern_data.items():
-            if key not in inputs:
-                continue
-            raw = backend.convert_to_raw(inputs[key], data.dtype)
-            extern[key] = Tensor(data, raw)
-            if batch_dim not in run.sizes and data.batch_dim_axis is not None:
-                run.set_size(batch_dim, backend.get_shape_tuple_raw(raw)[data.batch_dim_axis], size_dims=())
-            for dim in data.dynamic_dims:
-                if dim in run.sizes:
-                    continue
-                if key not in lengths or dim != data.time_dim:
-                    raise ConfigError(f"extern_data '{key}' {data.describe()}: the batches give lengths for "
-                                      f"one dynamic dim per entry (its time dim), not for {dim}",
-                                      subject=f"extern_data '{key}'", location=self._where())
-                run.set_size(dim, lengths[key])
-        return extern
+        """The batch as a TensorDict of the extern_data templates (`emit.model.batch_tensors`); a ConfigError for a
+        dynamic dim the batches give no sizes for."""
+        extern, unsized = batch_tensors(run, self.extern_data, inputs, lengths)
+        for key, dim in unsized:
+            data = self.extern_data[key]
+            raise ConfigError(f"extern_data '{key}' {data.describe()}: the batches give lengths for "
+                              f"one dynamic dim per entry (its time dim), not for {dim}",
+                              subject=f"extern_data '{key}'", location=self._where())
+        return TensorDict(extern)
 
     def _set_module_mode(self, training: bool) -> None:
         if self.is_torch_module:
