@@ -120,9 +120,7 @@ def op_mix_config():
 
 
 def modules_config():
-    """Frontend modules: Linear, LayerNorm, Dropout (skipped where the frontend has no such modules)."""
-    if not (hasattr(rf, "LayerNorm") and hasattr(rf, "Dropout")):
-        pytest.skip("the frontend has no rf.LayerNorm / rf.Dropout yet")
+    """Frontend modules: Linear, LayerNorm, Dropout."""
     time_dim, in_dim, out_dim = Dim(None, name="time"), Dim(5, name="in"), Dim(3, name="out")
     hidden = Dim(7, name="hidden")
 
@@ -156,8 +154,6 @@ def sizes_config():
 
 def encoder_config():
     """A small encoder of frontend modules: rf.LSTM over the time dim, then rf.SelfAttention over it."""
-    if not (hasattr(rf, "LSTM") and hasattr(rf, "SelfAttention")):
-        pytest.skip("the frontend has no rf.LSTM / rf.SelfAttention yet")
     time_dim, in_dim, out_dim = Dim(None, name="time"), Dim(3, name="in"), Dim(2, name="out")
     hidden, key_total = Dim(4, name="hidden"), Dim(4, name="key-total")
 
@@ -602,8 +598,6 @@ def test_a_python_branch_on_the_training_flag_is_refused():
 
 
 def test_batch_norm_statistics_updates_are_refused():
-    if not hasattr(rf, "BatchNorm"):
-        pytest.skip("the frontend has no rf.BatchNorm yet")
     time_dim, in_dim, out_dim = Dim(None, name="time"), Dim(3, name="in"), Dim(2, name="out")
 
     class Model(rf.Module):
@@ -624,8 +618,6 @@ def test_batch_norm_statistics_updates_are_refused():
 def test_batch_norm_without_running_statistics_goes_through_the_dict(monkeypatch):
     """rf.BatchNorm(track_running_stats=False) (the suggestion of the refusal above): the batch's statistics over
     valid frames, the same losses and gradients as run directly."""
-    if not hasattr(rf, "BatchNorm"):
-        pytest.skip("the frontend has no rf.BatchNorm yet")
     time_dim, in_dim, out_dim = Dim(None, name="time"), Dim(3, name="in"), Dim(2, name="out")
 
     class Model(rf.Module):

@@ -6,33 +6,11 @@ from __future__ import annotations
 from typing import Any, Callable, List, Sequence
 
 from ..tensor import Data, Dim, Tensor
+from ..tensor.nest import flatten_tensors as _flatten, pack_tensors as _pack
 from ._dispatch import backend_for
 from .array import convert_to_tensor, gather, permute, range_over_dim
 from .math import where
 from .run_ctx import get_run_ctx
-
-
-def _flatten(nest: Any) -> List[Tensor]:
-    if isinstance(nest, Tensor):
-        return [nest]
-    if isinstance(nest, (list, tuple)):
-        return [t for item in nest for t in _flatten(item)]
-    if isinstance(nest, dict):
-        return [t for key in sorted(nest) for t in _flatten(nest[key])]
-    raise TypeError(f"loop and cond values must be Tensors or lists, tuples and dicts of them, not {type(nest)}")
-
-
-def _pack(structure: Any, flat: List[Tensor]) -> Any:
-    it = iter(flat)
-
-    def build(node):
-        if isinstance(node, Tensor):
-            return next(it)
-        if isinstance(node, (list, tuple)):
-            return type(node)(build(item) for item in node)
-        return type(node)({key: build(node[key]) for key in sorted(node)})  # (an rf.State stays one)
-
-    return build(structure)
 
 
 def map_tensors(fn: Callable[[Tensor], Tensor], nest: Any) -> Any:

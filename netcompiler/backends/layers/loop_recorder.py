@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any, Dict, List
 
 from ...tensor import Tensor
+from ...tensor.nest import pack_tensors
 from .dict_builder import generic_entry
 from .recorder import InputRef, LayerDictUnsupported, OpRecorder, RecordedOp, _tensor_leaves
 
@@ -104,7 +105,7 @@ def _run_step(recorder: OpRecorder, unit_rec: OpRecorder, step, xs, initial, fra
     of `paths` (where each state Tensor is in the nest)."""
     recorder.delegate = unit_rec
     try:
-        out = step(_pack(initial, prev), _pack(xs, frames))
+        out = step(pack_tensors(initial, prev), pack_tensors(xs, frames))
     finally:
         recorder.delegate = None
     new = dict(_tensor_leaves(out, ()))
@@ -115,17 +116,3 @@ def _run_step(recorder: OpRecorder, unit_rec: OpRecorder, step, xs, initial, fra
     return [new[p] for p in paths]
 
 
-def _pack(structure: Any, flat: List[Tensor]) -> Any:
-    """`structure` (a nest as rf.scan takes it) with its Tensors replaced by `flat`, in leaf order."""
-    it = iter(flat)
-
-    def build(node):
-        if isinstance(node, Tensor):
-            return next(it)
-        if isinstance(node, (list, tuple)):
-            return type(node)(build(item) for item in node)
-        if isinstance(node, dict):
-            return type(node)({key: build(node[key]) for key in node})  # (an rf.State stays one)
-        return node
-
-    return build(structure)

@@ -275,7 +275,7 @@ def _tensor_leaves(value: Any, path: Tuple[int, ...]):
         for i, item in enumerate(value):
             yield from _tensor_leaves(item, path + (i,))
     elif isinstance(value, dict):
-        for key in value:
+        for key in sorted(value):  # the order of tensor.nest (rf.scan packs its state so)
             yield from _tensor_leaves(value[key], path + (key,))
 
 
