@@ -13,6 +13,7 @@ from netcompiler.engine.datasets.base import DATASET_CLASSES, DataSpec, Dataset,
 from netcompiler.engine.datasets.dummy import DummyDataset, RandomDataset
 from netcompiler.engine.datasets.generating_tasks import CopyTaskDataset, TaskNumberBaseConvertDataset
 from netcompiler.engine.datasets.hdf import HDFDataset
+from netcompiler.engine.datasets.meta import MetaDataset
 from netcompiler.engine.datasets.static import StaticDataset
 from netcompiler.engine.datasets.task12ax import Task12AXDataset
 from netcompiler.errors import ConfigError, InvalidOptionError, MissingOptionError, closest_match
@@ -58,6 +59,7 @@ __all__ = [
     "Dataset",
     "DummyDataset",
     "HDFDataset",
+    "MetaDataset",
     "RandomDataset",
     "StaticDataset",
     "Task12AXDataset",
