@@ -2,8 +2,11 @@
 
 * `batch_size` counts frames the way RETURNN does: the padded size of a batch,
   number of sequences * longest sequence, may not exceed it, for every data
-  key. A single sequence longer than `batch_size` forms a batch of its own.
-* `max_seqs` bounds the number of sequences per batch (-1 or None: no bound).
+  key; or a dict data key -> frames (e.g. {"data": 20000, "classes": 5000}):
+  a limit per key, keys not named are not limited. A single sequence longer
+  than `batch_size` forms a batch of its own.
+* `max_seqs` bounds the number of sequences per batch (-1 or None: no bound);
+  one number for all keys, as in RETURNN.
 * `max_seq_length` drops sequences (or chunks) longer than the limit: an int
   for all keys, a dict per key, or a negative int -n meaning {"classes": n}.
 * `chunking` cuts sequences into chunks of `size` frames every `step` frames
@@ -141,6 +144,29 @@ def positive_int_setting(value: Any, name: str, *, allow_unlimited: bool = False
     return int(value)
 
 
+def parse_batch_size(value: Any) -> Dict[str, int]:
+    """RETURNN's `batch_size` forms -> {key: frames}; key "*" applies to all keys (an int), else per data key."""
+    if isinstance(value, dict):
+        if value and all(isinstance(k, str) and _is_int(v) and v > 0 for k, v in value.items()):
+            return {k: int(v) for k, v in value.items()}
+        raise InvalidOptionError(f"a dict must map data keys to positive ints, got {value!r}",
+                                 subject="config key 'batch_size'", suggestion="e.g. {'data': 20000, 'classes': 5000}")
+    return {"*": positive_int_setting(value, "batch_size")}
+
+
+def _max_seqs_setting(value: Any) -> float:
+    if isinstance(value, dict):
+        raise InvalidOptionError(f"is one number for all data keys (RETURNN reads it as an int), got {value!r}",
+                                 subject="config key 'max_seqs'",
+                                 suggestion="give an int; limit frames per key with batch_size = {key: frames}")
+    return positive_int_setting(value, "max_seqs", allow_unlimited=True)
+
+
+def _limit(limits: Mapping[str, float], key: str) -> float:
+    """The limit of data key `key` in a per-key table ("*": every key; a key not named: none)."""
+    return limits.get(key, limits.get("*", math.inf))
+
+
 def parse_max_seq_length(value: Any) -> Dict[str, int]:
     """RETURNN's `max_seq_length` forms -> {key: limit}; key "*" applies to all keys."""
     if value is None or (_is_int(value) and value == 0):
@@ -154,7 +180,7 @@ def parse_max_seq_length(value: Any) -> Dict[str, int]:
 
 
 def _too_long(lengths: Mapping[str, int], limits: Mapping[str, int]) -> bool:
-    return any(length > limits.get(key, limits.get("*", math.inf)) for key, length in lengths.items())
+    return any(length > _limit(limits, key) for key, length in lengths.items())
 
 
 # ---------------------------------------------------------------------------
@@ -241,7 +267,7 @@ class _LazyTag:
 class _BatchPlan:
     """The pieces of the batch being filled, and whether one more fits."""
 
-    def __init__(self, batch_size: float, max_seqs: float):
+    def __init__(self, batch_size: Mapping[str, float], max_seqs: float):
         self.batch_size, self.max_seqs = batch_size, max_seqs
         self.pieces: List[_Piece] = []
         self.longest: Dict[str, int] = {}
@@ -252,7 +278,7 @@ class _BatchPlan:
         num = len(self.pieces) + 1
         if num > self.max_seqs:
             return False
-        return all(max(self.longest.get(k, 0), n) * num <= self.batch_size for k, n in lengths.items())
+        return all(max(self.longest.get(k, 0), n) * num <= _limit(self.batch_size, k) for k, n in lengths.items())
 
     def add(self, piece: _Piece, lengths: Mapping[str, int]) -> None:
         self.pieces.append(piece)
@@ -294,7 +320,8 @@ def _pad(parts: List[np.ndarray], spec) -> np.ndarray:
 class BatchSettings:
     """The batching settings of a config, checked (see `parse_batching`)."""
 
-    batch_size: float
+    batch_size: Dict[str, int]
+    """data key -> most padded frames per batch; key "*": every key (see `parse_batch_size`)"""
     max_seqs: float
     chunking: Optional[Chunking] = None
     max_seq_length: Dict[str, int] = field(default_factory=dict)
@@ -303,12 +330,24 @@ class BatchSettings:
         """The same without chunking and length limit: for dev/eval scores and forwarding (as RETURNN)."""
         return replace(self, chunking=None, max_seq_length={})
 
+    def check_data_keys(self, data_keys) -> None:
+        """Every data key the per-key settings name must be one of `data_keys` (the network's extern_data):
+        a misspelt key would otherwise limit nothing."""
+        named = {"batch_size": self.batch_size, "max_seq_length": self.max_seq_length,
+                 "chunking": self.chunking.size if self.chunking and isinstance(self.chunking.size, dict) else {}}
+        for option, table in named.items():
+            unknown = sorted(k for k in table if k != "*" and k not in data_keys)
+            if unknown:
+                raise InvalidOptionError(
+                    f"names data key(s) {', '.join(map(repr, unknown))}, which extern_data does not have "
+                    f"(it has {', '.join(map(repr, sorted(data_keys)))})", subject=f"config key '{option}'",
+                    suggestion="use the data keys of extern_data")
+
 
 def parse_batching(*, batch_size: Any, max_seqs: Any, chunking: Any = None, max_seq_length: Any = None
                    ) -> BatchSettings:
     """Checks the config's batching settings once, before any batch is made (errors name the config key)."""
-    return BatchSettings(positive_int_setting(batch_size, "batch_size"),
-                         positive_int_setting(max_seqs, "max_seqs", allow_unlimited=True),
+    return BatchSettings(parse_batch_size(batch_size), _max_seqs_setting(max_seqs),
                          parse_chunking(chunking), parse_max_seq_length(max_seq_length))
 
 

@@ -112,8 +112,14 @@ class Session:
         from .batching import parse_batching
 
         get = self.config.get
-        return parse_batching(batch_size=get("batch_size", 5000), max_seqs=get("max_seqs", -1),
-                              chunking=get("chunking"), max_seq_length=get("max_seq_length"))
+        settings = parse_batching(batch_size=get("batch_size", 5000), max_seqs=get("max_seqs", -1),
+                                  chunking=get("chunking"), max_seq_length=get("max_seq_length"))
+        settings.check_data_keys(self._extern_data())
+        return settings
+
+    def _extern_data(self):
+        """The network's extern_data: data key -> its description."""
+        return self.model.extern_data if hasattr(self.model, "extern_data") else self.model.network.extern_data
 
     def dataset(self, key: str, required: bool = True):
         from .datasets import make_dataset
@@ -128,8 +134,7 @@ class Session:
             opts = dict(opts, seq_ordering=self.config.get("batching"))
         dataset = make_dataset(opts, key)
         # class indices are checked against the network's dims (extern_data), which is what TF indexes with
-        extern = self.model.extern_data if hasattr(self.model, "extern_data") else self.model.network.extern_data
-        dataset.expect_dims({k: d.dim for k, d in extern.items() if d.sparse})
+        dataset.expect_dims({k: d.dim for k, d in self._extern_data().items() if d.sparse})
         return dataset
 
     def checkpoint_manager(self, clean: bool = True, task: str = "train"):
