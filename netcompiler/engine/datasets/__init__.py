@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from netcompiler.engine.datasets.base import DATASET_CLASSES, DataSpec, Dataset, register
+from netcompiler.engine.datasets.combined import CombinedDataset
 from netcompiler.engine.datasets.dummy import DummyDataset, RandomDataset
 from netcompiler.engine.datasets.generating_tasks import CopyTaskDataset, TaskNumberBaseConvertDataset
 from netcompiler.engine.datasets.hdf import HDFDataset
@@ -54,6 +55,7 @@ def make_dataset(opts: Mapping[str, Any], name: str) -> Dataset:
 
 __all__ = [
     "DATASET_CLASSES",
+    "CombinedDataset",
     "CopyTaskDataset",
     "DataSpec",
     "Dataset",

@@ -31,14 +31,8 @@ from typing import Any, Dict, List, Tuple
 import numpy as np
 
 from netcompiler.engine.datasets.base import DataSpec, Dataset, Option, register
-from netcompiler.engine.datasets.composite import SubDatasets, check_declared
+from netcompiler.engine.datasets.composite import SubDatasets, check_declared, checked_epoch
 from netcompiler.errors import DataFileError, InvalidOptionError, quoted
-
-
-def _check_epoch(dataset: Dataset, epoch: Any) -> int:
-    if isinstance(epoch, bool) or not isinstance(epoch, (int, np.integer)) or epoch < 1:
-        raise ValueError(f"{dataset.subject}: epoch must be an int >= 1, got {epoch!r}")
-    return int(epoch)
 
 
 def all_tags(dataset: Dataset) -> List[str]:
@@ -232,7 +226,7 @@ class MetaDataset(Dataset):
         if control is None:
             super().init_epoch(epoch)
             return
-        self.epoch = _check_epoch(self, epoch)
+        self.epoch = checked_epoch(self, epoch)
         dataset = self.subs[control]
         dataset.init_epoch(self.epoch)
         self._prepare_epoch(self.epoch)
