@@ -50,6 +50,7 @@ USED_KEYS = frozenset({
     "calculate_exp_loss", "sparse_input",
     "model_outputs", "behavior_version", "load_epoch", "preload_from_files", "load_ignore_missing_vars",
     "allow_random_model_init", "export_path",
+    "distributed_tf", "torch_distributed",  # several workers: engine/distributed.py
     "learning_curve_file",  # netcompiler's own: the learning-curve PNG (engine/learning_curve.py)
 })
 
@@ -118,7 +119,6 @@ REFUSED_KEYS: Dict[str, RefusedKey] = {
     "grad_noise_rel_grad_norm": RefusedKey("gradient noise relative to the gradient norm is not implemented",
                                            "use 'gradient_noise' (a fixed stddev)", inert=(None, False, 0, 0.0)),
     "use_horovod": RefusedKey("distributed training is not implemented", "train on one process"),
-    "torch_distributed": RefusedKey("distributed training is not implemented", "train on one process"),
     "torch_amp": RefusedKey("mixed-precision training is not implemented", "remove it (training is float32)"),
 }
 

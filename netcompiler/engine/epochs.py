@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional
 
 from ..errors import InvalidOptionError, TrainingError
+from .distributed import SingleProcess
 from .progress import Progress
 
 
@@ -70,6 +71,8 @@ class EpochLoop:
     before_train_step = None
     """None, or a function called with the number of updates made so far before each training step (the per-step
     learning rate, `dynamic_learning_rate.per_step_learning_rate`)."""
+    workers = SingleProcess()
+    """The worker group (`distributed.py`): its lockstep pads a worker's epoch with empty batches."""
 
     def batches(self, dataset, settings):
         raise NotImplementedError
@@ -87,7 +90,7 @@ class EpochLoop:
         scores = Scores()
         dataset.init_epoch(epoch)
         progress = Progress(total=dataset.num_seqs(), desc=f"epoch {epoch}", stream=self.log)
-        for step, (inputs, lengths) in enumerate(self.batches(dataset, self.batching), 1):
+        for step, (inputs, lengths) in enumerate(self.workers.lockstep(self.batches(dataset, self.batching)), 1):
             if self.before_train_step is not None:
                 self.before_train_step(int(self.step_count))
             results, objective = self.train_step(inputs, lengths)

@@ -45,6 +45,9 @@ class Session:
         self.log = log
         self.backend = backend_name(config)
         self.torch = self.backend == "torch"
+        from .distributed import workers_from_config
+
+        self.workers = workers_from_config(config.values, self.backend, task)  # before TF runs anything
         seed = config.get("random_seed", 42)
         if self.torch:
             from .torch_trainer import configure_torch
@@ -209,6 +212,9 @@ class Session:
         learning_rates.check_error_measure(  # before any work: a wrong key would end the first epoch
             score_names(list(self.model.loss_names()[0]), values.get("dev") is not None))
         cleanup = CleanupRules.from_setting(values.get("cleanup_old_models"))
+        follower, writes = writes and not self.workers.is_chief, writes and self.workers.is_chief
+        if follower:  # another worker than the chief: reads the chief's files, writes none (distributed.py)
+            learning_rates.filename, cleanup = None, None
         curve_path = learning_curve_path(values, self.model_prefix, writes)
         curve = LearningCurve(curve_path, self.log) if curve_path else None
         if self.torch:
@@ -220,26 +226,34 @@ class Session:
 
             optimizer = make_optimizer(values)
         trainer = self.step_runner(optimizer)
+        trainer.workers = self.workers
         from .dynamic_learning_rate import per_step_learning_rate
 
         step_rates = per_step_learning_rate(values.get("dynamic_learning_rate"), self.model, optimizer,
                                             set_learning_rate)  # None without dynamic_learning_rate
-        train_data = self.dataset("train")  # mistakes in the datasets are found before the lock makes the folder
+        # mistakes in the datasets are found before the lock makes the folder; a worker trains on its part
+        train_data = self.workers.shard(self.dataset("train"))
         dev_data = self.dataset("dev", required=False)
         if writes:
             self.lock_model("train")
         checkpoints = self.checkpoint_manager() if writes else NoCheckpoints(self.checkpoint_manager(clean=False))
+        if follower:
+            from .distributed import FollowerCheckpoints
+
+            checkpoints = FollowerCheckpoints(self.checkpoint_manager(clean=False))
         if self.torch:
             state = dict(self.model_state(), optimizer=optimizer, step=trainer)
         else:
             optimizer.build(self.model.trainable_params)  # its slots must exist before a checkpoint restores them
             state = dict(self.model_state(), optimizer=optimizer, step=trainer.step_count)
         start_epoch = self._resume_or_import(checkpoints, state)
+        self.workers.copy_params_from_chief(self.model.trainable_params)
         # Rates chosen for epochs that never reached a checkpoint are not history: the config (perhaps changed
         # since, e.g. a lower learning_rate after a non-finite loss) decides them anew.
         learning_rates.forget_after(start_epoch - 1)
         loss_names, error_names = self.model.loss_names()
-        summary = tf.summary.create_file_writer(tensorboard_dir(values, self.model_prefix))
+        summary = tf.summary.create_file_writer(tensorboard_dir(values, self.model_prefix)) if not follower \
+            else tf.summary.create_noop_writer()
         last_checkpoint = checkpoints.latest_path()
         if start_epoch > num_epochs:
             print(f"all {num_epochs} epochs are done (checkpoint {last_checkpoint})", file=self.log)
@@ -250,7 +264,7 @@ class Session:
             set_learning_rate(optimizer, lr)
             if step_rates is not None:  # each step's rate comes from the epoch's
                 trainer.before_train_step = lambda step, e=epoch, rate=lr: step_rates(step, e, rate)
-            train_scores = trainer.train_epoch(train_data, epoch, last_checkpoint)
+            train_scores = self.workers.reduce_scores(trainer.train_epoch(train_data, epoch, last_checkpoint))
             parts = format_scores("train", train_scores, loss_names, error_names)
             record = _score_record("train", train_scores)
             if dev_data is not None:

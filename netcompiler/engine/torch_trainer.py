@@ -60,14 +60,15 @@ class TorchTrainer(EpochLoop):
         if self._pending == 0:
             self._zero_grad()
         losses, objective = self.model.step_losses(inputs, lengths, training=True)
-        if self.stop_on_nonfinite and not torch.isfinite(objective.detach()):
-            return self._results(losses), objective.detach()  # no backward: the sums so far stay as they were
+        total = self.workers.reduce_objective(objective.detach())  # summed over workers: all skip a bad step
+        if self.stop_on_nonfinite and not torch.isfinite(total):
+            return self._results(losses), total  # no backward: the sums so far stay as they were
         if objective.requires_grad:
             self._backward(objective)
         self._pending += 1
         if self._pending == self.accum_grad_steps:
             self.flush()
-        return self._results(losses), objective.detach()
+        return self._results(losses), total
 
     def _backward(self, objective) -> None:
         """Adds the objective's gradients to the parameters' ``.grad``. With `maximize_grad_norm` = f, as in
@@ -93,6 +94,7 @@ class TorchTrainer(EpochLoop):
         """Applies the summed gradients of the pending batches (clipped as configured) and clears them."""
         if self._pending == 0:
             return
+        self.workers.reduce_gradients(self.params)  # summed over workers (distributed.py)
         if self.process_gradients is not None:
             self.process_gradients(self.params)
         self.optimizer.step()
