@@ -208,8 +208,17 @@ class MetaDataset(Dataset):
         dataset = self.subs[name]
         return np.array([dataset._corpus_seq_length(int(i))[sub_key] for i in self._sub_index[name]], dtype=np.int64)
 
+    def check_seq(self, corpus_index: int, arrays: Dict[str, np.ndarray]) -> None:
+        """The base class's data checks, one sub-dataset at a time: a message names the file the bad data are in."""
+        try:
+            for name, keys in self._by_sub().items():
+                self._checking = name
+                super().check_seq(corpus_index, {key: arrays[key] for key, _ in keys})
+        finally:
+            self._checking = None
+
     def _corpus_seq_source(self, corpus_index: int) -> Tuple[str, str]:
-        name = self.default
+        name = getattr(self, "_checking", None) or self.default
         return self.subs[name]._corpus_seq_source(int(self._sub_index[name][corpus_index]))
 
     # -- epochs --------------------------------------------------------------------------
