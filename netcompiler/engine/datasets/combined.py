@@ -23,7 +23,10 @@ CombinedDataset orders all these sequences together:
   `interleave_gumbel_scale` (a float, or "remaining" = 1 - the largest fraction done) the pick is random,
   softened by Gumbel noise as RETURNN does.
 
-`partition_epoch` / `repeat_epoch` of the CombinedDataset apply to the joint order (not with "interleave").
+`partition_epoch` / `repeat_epoch` of the CombinedDataset apply to the joint order (not with "interleave"). With
+`partition_epoch`, the sub-datasets make the epoch of the full epoch (RETURNN: the sub-epoch, so that their own
+random orders and generated data change between the parts of one full epoch): each full epoch has every sequence
+once.
 `sampling_sizes` (an int, or a dict sub-dataset -> int) takes that many sequences of every sub-dataset per epoch,
 continuing where the previous epoch stopped (wrapping around), and then orders them with `seq_ordering`.
 """
@@ -36,7 +39,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import numpy as np
 
 from netcompiler.engine.datasets.base import DataSpec, Dataset, Option, register
-from netcompiler.engine.datasets.composite import SubDatasets, check_declared, checked_epoch
+from netcompiler.engine.datasets.composite import SubDatasets, check_declared, checked_epoch, sub_epoch
 from netcompiler.engine.datasets.ordering import make_seq_order, partition_of_epoch
 from netcompiler.errors import quoted
 
@@ -216,7 +219,7 @@ class CombinedDataset(Dataset):
         pools = []
         for position, name in enumerate(self._names):
             dataset = self.subs[name]
-            dataset.init_epoch(self.epoch)
+            dataset.init_epoch(sub_epoch(self, self.epoch))
             local = np.array([dataset.corpus_index(i) for i in range(dataset.num_seqs())], dtype=np.int64)
             pools.append(local + int(self._offsets[position]))
         if self.subs.content_changed():

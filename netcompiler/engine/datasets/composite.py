@@ -30,6 +30,13 @@ def checked_epoch(owner: Dataset, epoch: Any) -> int:
     return int(epoch)
 
 
+def sub_epoch(owner: Dataset, epoch: int) -> int:
+    """The epoch the sub-datasets of `owner` make for its `epoch`: with partition_epoch, the full epoch, so that the
+    sub-epochs are parts of one fixed order over the same data (RETURNN passes the sub-epoch itself, whose new
+    seeds let a generated sub-dataset's data change between the parts)."""
+    return (epoch - 1) // owner.options["partition_epoch"] + 1
+
+
 def notice(owner: Dataset, text: str) -> None:
     """A one-line notice about a setting that has no effect (stderr: not an error, the run goes on)."""
     print(f"notice: {owner.subject}: {text}", file=sys.stderr)

@@ -14,7 +14,9 @@ from), in its corpus order, or the tags in `seq_list_file`; every other sub-data
 The order of an epoch: with `seq_order_control_dataset`, that sub-dataset's own `seq_ordering`,
 `partition_epoch` and `repeat_epoch` decide it (the MetaDataset's own are then an error, as RETURNN ignores
 them); otherwise the MetaDataset's `seq_ordering` / `partition_epoch` / `repeat_epoch`, sorting by the length of
-"data". The order options of the other sub-datasets have no effect (a notice says so). The keys keep their own
+"data". The order options of the other sub-datasets have no effect (a notice says so). With the MetaDataset's
+`partition_epoch`, generated sub-datasets make the data of the full epoch (RETURNN: of the sub-epoch), so that
+each full epoch has every sequence once with fixed data. The keys keep their own
 lengths: "data" from one file and "classes" from another may differ in length, as in RETURNN.
 
 `seq_list_file`: a text file with one tag per line (also .gz), or a pickle (.pkl, .pkl.gz) holding such a list
@@ -31,7 +33,7 @@ from typing import Any, Dict, List, Tuple
 import numpy as np
 
 from netcompiler.engine.datasets.base import DataSpec, Dataset, Option, register
-from netcompiler.engine.datasets.composite import SubDatasets, check_declared, checked_epoch
+from netcompiler.engine.datasets.composite import SubDatasets, check_declared, checked_epoch, sub_epoch
 from netcompiler.errors import DataFileError, InvalidOptionError, quoted
 
 
@@ -226,7 +228,7 @@ class MetaDataset(Dataset):
     def _prepare_epoch(self, epoch: int) -> None:
         for name, dataset in self.subs.items():
             if name != self.options["seq_order_control_dataset"]:
-                dataset._prepare_epoch(epoch)  # generated content of this epoch; the order is ours
+                dataset._prepare_epoch(sub_epoch(self, epoch))  # generated content of this epoch; the order is ours
         if self.subs.content_changed():
             self._checked.clear()
 
