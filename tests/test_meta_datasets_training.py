@@ -2,7 +2,6 @@
 and extern_data keys that its data_map does not define are an error naming them."""
 
 import io
-import json
 
 import numpy as np
 import pytest
@@ -12,6 +11,7 @@ from netcompiler.engine.main import run_task
 from netcompiler.errors import ConfigError
 
 from run_helpers import run
+from test_eval_datasets import recorded_scores
 
 NUM = 12
 ORDER = [7, 2, 10, 0, 5, 11, 3, 8, 1, 6, 9, 4]  # align.hdf stores the sequences in this order
@@ -65,13 +65,6 @@ def write_config(path, name, train, dev, extra=""):
     return str(config), model
 
 
-def scores(model):
-    with open(model + ".learning_rates.json") as handle:
-        data = json.load(handle)
-    epochs = data["epochs"] if "epochs" in data else data
-    return {int(e): record["scores"] for e, record in epochs.items()}
-
-
 @pytest.mark.slow
 def test_training_on_a_meta_dataset_equals_training_on_the_joined_file(files):
     meta_config, meta_model = write_config(files, "meta", meta(files, seq_ordering="random", partition_epoch=2),
@@ -80,7 +73,7 @@ def test_training_on_a_meta_dataset_equals_training_on_the_joined_file(files):
                                                                         partition_epoch=2), joined(files))
     run(meta_config)
     run(joined_config)
-    ours, reference = scores(meta_model), scores(joined_model)
+    ours, reference = recorded_scores(meta_model), recorded_scores(joined_model)
     assert sorted(ours) == [1, 2] and ours[1]  # two epochs with scores
     for epoch in ours:
         assert set(ours[epoch]) == set(reference[epoch])

@@ -38,8 +38,14 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from netcompiler.engine.datasets.base import DataSpec, Dataset, Option, register
-from netcompiler.engine.datasets.composite import SubDatasets, check_declared, checked_epoch, sub_epoch
+from netcompiler.engine.datasets.base import DataSpec, Option, register
+from netcompiler.engine.datasets.composite import (
+    ComposedDataset,
+    SubDatasets,
+    check_declared,
+    checked_epoch,
+    sub_epoch,
+)
 from netcompiler.engine.datasets.ordering import make_seq_order, partition_of_epoch
 from netcompiler.errors import quoted
 
@@ -53,7 +59,7 @@ def _gumbel_scale_check(value: Any) -> Optional[str]:
 
 
 @register
-class CombinedDataset(Dataset):
+class CombinedDataset(ComposedDataset):
     """The sequences of several sub-datasets in one epoch (see the module docstring)."""
 
     OPTIONS = {
@@ -293,14 +299,3 @@ class CombinedDataset(Dataset):
             order.append(pools[pick][used[pick]])
             used[pick] += 1
         return np.asarray(order, dtype=np.int64)
-
-    def close(self) -> None:
-        """Close the sub-datasets' files."""
-        if hasattr(self, "subs"):
-            self.subs.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:  # interpreter shutdown: nothing useful to do
-            pass

@@ -148,3 +148,20 @@ def check_declared(owner: Dataset, spec: Mapping[str, DataSpec]) -> None:
         if key in spec and str(dtype) != spec[key].dtype:
             raise owner.option_error("data_dtypes", f"says {quoted(key)} is {dtype}, but the sub-dataset gives "
                                                     f"{spec[key].dtype}", suggestion="remove 'data_dtypes'")
+
+
+class ComposedDataset(Dataset):
+    """Base of the datasets made of sub-datasets (`self.subs`): closing closes theirs."""
+
+    subs: SubDatasets
+
+    def close(self) -> None:
+        """Close the sub-datasets' files."""
+        if "subs" in self.__dict__:
+            self.subs.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # interpreter shutdown: nothing useful to do
+            pass

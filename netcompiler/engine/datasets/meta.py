@@ -33,7 +33,13 @@ from typing import Any, Dict, List, Tuple
 import numpy as np
 
 from netcompiler.engine.datasets.base import DataSpec, Dataset, Option, register
-from netcompiler.engine.datasets.composite import SubDatasets, check_declared, checked_epoch, sub_epoch
+from netcompiler.engine.datasets.composite import (
+    ComposedDataset,
+    SubDatasets,
+    check_declared,
+    checked_epoch,
+    sub_epoch,
+)
 from netcompiler.errors import DataFileError, InvalidOptionError, quoted
 
 
@@ -57,7 +63,7 @@ def load_seq_list_file(path: str) -> Any:
 
 
 @register
-class MetaDataset(Dataset):
+class MetaDataset(ComposedDataset):
     """The data keys of several sub-datasets for the same sequences, matched by tag (see the module docstring)."""
 
     OPTIONS = {
@@ -250,14 +256,3 @@ class MetaDataset(Dataset):
                                     f"has in epoch {self.epoch}")
             order.append(self._tag_index[tag])
         self._order = np.asarray(order, dtype=np.int64)
-
-    def close(self) -> None:
-        """Close the sub-datasets' files."""
-        if hasattr(self, "subs"):
-            self.subs.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:  # interpreter shutdown: nothing useful to do
-            pass
