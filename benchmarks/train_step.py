@@ -59,11 +59,13 @@ def glorot(shape):
 
 
 def smoothed_ce(logits, labels, smoothing):
-    """Per frame CE against the smoothed one-hot target (1 - s on the target, s / (C - 1) elsewhere), FER."""
+    """Per frame CE against the smoothed one-hot target (1 - s on the target, s / (C - 1) elsewhere) minus that
+    target's entropy (as netcompiler and RETURNN: a perfect output has loss 0; the gradient is the same), FER."""
     classes = logits.shape[-1]
     dist = tf.one_hot(labels, classes, on_value=1.0 - smoothing, off_value=smoothing / (classes - 1))
+    entropy = -sum(p * np.log(p) * k for p, k in ((1.0 - smoothing, 1), (smoothing / (classes - 1), classes - 1)) if p)
     errors = tf.not_equal(tf.argmax(logits, -1, output_type=tf.int32), labels)
-    return tf.nn.softmax_cross_entropy_with_logits(dist, logits), tf.cast(errors, tf.float32)
+    return tf.nn.softmax_cross_entropy_with_logits(dist, logits) - entropy, tf.cast(errors, tf.float32)
 
 
 class HandBLSTM(HandModel):
@@ -76,7 +78,7 @@ class HandBLSTM(HandModel):
     def __init__(self, lstm="block", n=256, classes=1000, dropout=0.1):
         super().__init__()
         self.kind, self.n, self.dropout = lstm, n, dropout
-        spec = {"conv0/W": [3, 3, 1, 32], "conv0/b": [32], "conv1/W": [3, 3, 32, 64], "conv1/b": [64],
+        spec = {"conv0/W": [3, 3, 1, 32], "conv1/W": [3, 3, 32, 64],  # conv: no bias before behavior_version 10
                 "output/W": [2 * n, classes], "output/b": [classes]}
         self.lstm = {}
         for name, in_dim in ((f"lstm{i}_{d}", 640 if i == 0 else 2 * n) for i in range(2) for d in ("fw", "bw")):
@@ -94,24 +96,25 @@ class HandBLSTM(HandModel):
         return super().variables_list() + [w for layer in self.lstm.values() for w in layer.trainable_weights]
 
     def load(self, params):
-        """Takes netcompiler's parameter values (same names; for "block" kernels joined, gates reordered)."""
+        """Takes netcompiler's parameter values (same names without the rec units' "rec/"; for "block" kernels
+        joined, gates reordered)."""
+        params = {name.replace("/rec/", "/"): value for name, value in params.items()}
         for name, var in self.v.items():
             layer, p = name.split("/")
             w = np.concatenate([params[layer + "/W"], params[layer + "/W_re"]]) if p == "kernel" else params[name]
             if self.kind == "block" and layer.startswith("lstm"):
-                w = np.concatenate([np.split(w, 4, axis=-1)[k] for k in (0, 2, 1, 3)], -1)  # gates ifco -> icfo
+                w = gates_reordered(w, (1, 0, 2, 3))  # gates cifo -> icfo
             var.assign(w)
         for name, layer in self.lstm.items():
             for var, p in zip(layer.trainable_weights, ("W", "W_re", "b")):
-                var.assign(params[f"{name}/{p}"])
+                var.assign(gates_reordered(params[f"{name}/{p}"], (1, 2, 0, 3)))  # gates cifo -> Keras's ifco
 
     def logits(self, x, lengths, training):
         v, mask = self.v, tf.sequence_mask(lengths, tf.shape(x)[1])
-        h = tf.nn.relu(tf.nn.conv2d(x[..., None], v["conv0/W"], 1, "SAME") + v["conv0/b"])
+        h = tf.nn.relu(tf.nn.conv2d(x[..., None], v["conv0/W"], 1, "SAME"))
         h = tf.where(mask[:, :, None, None], h, 0.0)  # zero padding frames: conv1 must see zeros after a sequence
         h = tf.nn.max_pool2d(h, (1, 2), (1, 2), "SAME")
-        h = tf.nn.max_pool2d(tf.nn.relu(tf.nn.conv2d(h, v["conv1/W"], 1, "SAME") + v["conv1/b"]), (1, 2), (1, 2),
-                             "SAME")
+        h = tf.nn.max_pool2d(tf.nn.relu(tf.nn.conv2d(h, v["conv1/W"], 1, "SAME")), (1, 2), (1, 2), "SAME")
         h = tf.reshape(h, [tf.shape(h)[0], tf.shape(h)[1], 640])
         time_major = self.kind != "keras"
         h = tf.transpose(h, [1, 0, 2]) if time_major else h
@@ -140,13 +143,18 @@ class HandBLSTM(HandModel):
         return scan_lstm(x, v[name + "/W"], v[name + "/W_re"], v[name + "/b"])
 
 
+def gates_reordered(w, blocks):
+    """`w` with its 4 LSTM gate blocks (last axis) taken in the order of the indices `blocks`."""
+    return np.concatenate([np.split(w, 4, axis=-1)[k] for k in blocks], -1)
+
+
 def scan_lstm(x, w, w_re, b, name=None):
     """An LSTM over time-major x [T, B, in] from zero states: x W + b for all frames in one matmul, then tf.scan
-    over h W_re and the gates (i, f, c, o as netcompiler's LSTM). Returns h [T, B, n]."""
+    over h W_re and the gates (c, i, f, o as netcompiler's LSTM). Returns h [T, B, n]."""
     zeros = tf.zeros([tf.shape(x)[1], w_re.shape[0]])
 
     def step(state, xw_t):
-        i, f, c, o = tf.split(xw_t + state[0] @ w_re, 4, axis=-1)
+        c, i, f, o = tf.split(xw_t + state[0] @ w_re, 4, axis=-1)
         cell = tf.sigmoid(f) * state[1] + tf.sigmoid(i) * tf.tanh(c)
         return tf.sigmoid(o) * tf.tanh(cell), cell
 
