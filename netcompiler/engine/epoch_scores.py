@@ -6,10 +6,12 @@ import math
 from typing import Any, Dict, List, Mapping, Sequence
 
 
-def score_names(loss_layers: Sequence[str], with_dev: bool) -> List[str]:
+def score_names(loss_layers: Sequence[str], with_dev: bool = False, eval_names: Sequence[str] = ()) -> List[str]:
     """The scores a training run records per epoch for its loss layers: "train_score_<layer>",
-    "train_error_<layer>", and the same with "dev_" when there is a dev set."""
-    prefixes = ("train", "dev") if with_dev else ("train",)
+    "train_error_<layer>", and the same with "dev_" when there is a dev set and with "<name>_" for each of the
+    datasets it scores after each epoch (`eval_names`: dev, eval, eval_datasets)."""
+    prefixes = ["train"] + (["dev"] if with_dev else [])
+    prefixes += [name for name in eval_names if name not in prefixes]
     return [f"{prefix}_{kind}_{layer}" for prefix in prefixes for layer in loss_layers for kind in ("score", "error")]
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import sys
 import time
-from typing import Dict, List, Optional
+from typing import Dict, Optional
 
 from ..config import Config
 from ..errors import CheckpointError, ConfigError, InvalidOptionError, ModelFolderError
@@ -124,10 +124,11 @@ class Session:
         """The network's extern_data: data key -> its description."""
         return self.model.extern_data if hasattr(self.model, "extern_data") else self.model.network.extern_data
 
-    def dataset(self, key: str, required: bool = True):
+    def dataset(self, key: str, required: bool = True, opts=None):
+        """The dataset of config key `key` (or, with `opts`, of these options, named `key`)."""
         from .datasets import make_dataset
 
-        opts = self.config.get(key)
+        opts = self.config.get(key) if opts is None else opts
         if opts is None:
             if required:
                 raise ConfigError(f"the config has no '{key}' dataset", subject="config",
@@ -210,7 +211,7 @@ class Session:
         writes = writes_checkpoints(values)  # model = None: no checkpoints, no history file, no lock
         learning_rates = LearningRateControl.from_config(values, self.model_prefix if writes else None)
         learning_rates.check_error_measure(  # before any work: a wrong key would end the first epoch
-            score_names(list(self.model.loss_names()[0]), values.get("dev") is not None))
+            score_names(list(self.model.loss_names()[0]), eval_names=list(self._eval_dataset_options("train"))))
         cleanup = CleanupRules.from_setting(values.get("cleanup_old_models"))
         follower, writes = writes and not self.workers.is_chief, writes and self.workers.is_chief
         if follower:  # another worker than the chief: reads the chief's files, writes none (distributed.py)
@@ -233,7 +234,7 @@ class Session:
                                             set_learning_rate)  # None without dynamic_learning_rate
         # mistakes in the datasets are found before the lock makes the folder; a worker trains on its part
         train_data = self.workers.shard(self.dataset("train"))
-        dev_data = self.dataset("dev", required=False)
+        eval_data = self.eval_datasets("train")  # dev, eval, eval_datasets: scored after each epoch
         if writes:
             self.lock_model("train")
         checkpoints = self.checkpoint_manager() if writes else NoCheckpoints(self.checkpoint_manager(clean=False))
@@ -267,10 +268,10 @@ class Session:
             train_scores = self.workers.reduce_scores(trainer.train_epoch(train_data, epoch, last_checkpoint))
             parts = format_scores("train", train_scores, loss_names, error_names)
             record = _score_record("train", train_scores)
-            if dev_data is not None:
-                dev_scores = trainer.evaluate(dev_data, epoch)
-                parts += format_scores("dev", dev_scores, loss_names, error_names)
-                record.update(_score_record("dev", dev_scores))
+            for name, data in eval_data.items():
+                scores = trainer.evaluate(data, epoch)
+                parts += format_scores(name, scores, loss_names, error_names)
+                record.update(_score_record(name, scores))
             learning_rates.record(epoch, record)
             if epoch % save_interval == 0 or epoch == num_epochs:
                 last_checkpoint = checkpoints.save(epoch, state, {"learning_rate": lr}) or last_checkpoint
@@ -404,15 +405,22 @@ class Session:
         path = self._restore_for_inference("eval")
         trainer = self.step_runner()
         loss_names, error_names = self.model.loss_names()
-        for key in self._eval_dataset_keys():
-            scores = trainer.evaluate(self.dataset(key), epoch=1)
-            print(f"{path}  " + "  ".join(format_scores(key, scores, loss_names, error_names)), file=self.log)
+        for name, dataset in self.eval_datasets("eval").items():
+            scores = trainer.evaluate(dataset, epoch=1)
+            print(f"{path}  " + "  ".join(format_scores(name, scores, loss_names, error_names)), file=self.log)
 
-    def _eval_dataset_keys(self) -> List[str]:
-        keys = self.config.get("eval_datasets") or [k for k in ("dev", "eval") if self.config.get(k) is not None]
-        if not keys:
-            raise ConfigError("nothing to evaluate: the config has neither 'dev' nor 'eval'", subject="config")
-        return list(keys)
+    def eval_datasets(self, task: str) -> Dict[str, object]:
+        """The datasets that training scores after each epoch and `--task eval` scores, by name (see
+        `_eval_dataset_options`)."""
+        return {name: self.dataset(name, opts=opts) for name, opts in self._eval_dataset_options(task).items()}
+
+    def _eval_dataset_options(self, task: str) -> Dict[str, dict]:
+        """Name -> dataset options of the datasets to score, as RETURNN: 'dev' and 'eval' when set, then the
+        entries of `eval_datasets` (a dict name -> dataset options; a name given again takes its entry). As a
+        list, `eval_datasets` names config keys of datasets instead (e.g. ['dev', 'train']): only those."""
+        from .eval_datasets import eval_dataset_options
+
+        return eval_dataset_options(self.config.get, task)
 
     def forward(self) -> None:
         from .forwarding import forward_to_hdf
