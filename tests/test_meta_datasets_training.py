@@ -1,5 +1,5 @@
-"""compile-net with a MetaDataset as train/dev: it trains exactly as on one HDF file holding the same matched data,
-and extern_data keys that its data_map does not define are an error naming them."""
+"""compile-net with a MetaDataset as train/dev: it trains exactly as on one HDF file holding the same matched data;
+extern_data keys that its data_map does not define, or dims its data do not have, are errors naming them."""
 
 import io
 
@@ -87,4 +87,12 @@ def test_extern_data_keys_the_data_map_lacks_are_an_error(files):
     config, model = write_config(files, "wrong", meta(files), meta(files), extra)
     with pytest.raises(ConfigError, match=r"dataset 'train'.*reads labels, which the dataset does not provide "
                                           r"\(it has: classes, data\)"):
+        run_task(config, [], log=io.StringIO())
+
+
+def test_an_extern_data_dim_the_data_do_not_have_is_an_error(files):
+    extra = 'extern_data["data"] = {"dim": 5}\n'
+    config, model = write_config(files, "dim", meta(files), meta(files), extra)
+    with pytest.raises(ConfigError, match=r"dataset 'train': data key 'data' has frames of shape \(3,\) in the "
+                                          r"dataset, but the network expects \(5,\).*extern_data\['data'\]"):
         run_task(config, [], log=io.StringIO())

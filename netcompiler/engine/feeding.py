@@ -64,7 +64,22 @@ def tf_batches(dataset, signature, settings: BatchSettings) -> _Feed:
     iterate it once per epoch. Data errors found while reading are raised as themselves (see `_Feed`)."""
     input_spec, length_spec = signature
     check_dataset_keys(dataset, input_spec)
+    check_frame_shapes(dataset, {key: tuple(spec.shape[2:]) for key, spec in input_spec.items()})
     return _Feed(dataset, (input_spec, length_spec), settings)
+
+
+def check_frame_shapes(dataset, frame_shapes) -> None:
+    """A ConfigError unless the dataset's frames of each key have the shape the network expects (None: any size),
+    e.g. a feature dim in extern_data that the data do not have (else TensorFlow fails inside the input pipeline)."""
+    spec = dataset.data_spec()
+    for key, expected in frame_shapes.items():
+        have = spec[key].frame_shape if spec[key].has_time_axis else None
+        if have is None or len(have) != len(expected):
+            continue  # no time axis, or another layout: the network's own checks
+        if any(e is not None and e != h for e, h in zip(expected, have)):
+            raise ConfigError(f"data key '{key}' has frames of shape {have} in the dataset, but the network expects "
+                              f"{tuple(expected)}", subject=f"dataset '{dataset.name}'",
+                              suggestion=f"make extern_data['{key}'] match the data (dim {have[-1]})")
 
 
 def inference_runner(model, fn, signature):
