@@ -286,3 +286,12 @@ def test_combined_option_errors(change, match):
 
 def test_classes_are_exported():
     assert MetaDataset.__name__ == "MetaDataset" and CombinedDataset.__name__ == "CombinedDataset"
+
+
+def test_meta_seq_list_may_name_a_sequence_twice(corpus, tmp_path):
+    # as in RETURNN, the list is the corpus: a tag listed twice is read twice
+    (tmp_path / "twice.txt").write_text("utt-2\nutt-4\nutt-2\n")
+    dataset = make_dataset(meta(corpus, seq_list_file=str(tmp_path / "twice.txt")), "train")
+    seqs = epoch_seqs(dataset, 1)
+    assert [t for t, _ in seqs] == ["utt-2", "utt-4", "utt-2"]
+    np.testing.assert_array_equal(seqs[2][1]["classes"], corpus["classes"][2])

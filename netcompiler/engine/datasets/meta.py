@@ -183,7 +183,7 @@ class MetaDataset(ComposedDataset):
         return dict(self._spec)
 
     def _num_corpus_seqs(self) -> int:
-        return len(self._tag_index)
+        return len(self._tags[self.default])
 
     def _corpus_seq_tag(self, corpus_index: int) -> str:
         return self._tags[self.default][corpus_index]
