@@ -52,6 +52,7 @@ USED_KEYS = frozenset({
     "allow_random_model_init", "export_path",
     "distributed_tf", "torch_distributed",  # several workers: engine/distributed.py
     "learning_curve_file",  # netcompiler's own: the learning-curve PNG (engine/learning_curve.py)
+    "tf_amp", "torch_amp", "tf_jit", "torch_compile",  # bfloat16 and compiled steps: engine/precision.py
 })
 
 # Settings that change nothing here: key -> why (shown in the notice).
@@ -119,7 +120,6 @@ REFUSED_KEYS: Dict[str, RefusedKey] = {
     "grad_noise_rel_grad_norm": RefusedKey("gradient noise relative to the gradient norm is not implemented",
                                            "use 'gradient_noise' (a fixed stddev)", inert=(None, False, 0, 0.0)),
     "use_horovod": RefusedKey("distributed training is not implemented", "train on one process"),
-    "torch_amp": RefusedKey("mixed-precision training is not implemented", "remove it (training is float32)"),
 }
 
 KEY_KINDS: Dict[str, str] = {**{key: USED for key in USED_KEYS}, **{key: NO_EFFECT for key in NO_EFFECT_KEYS},

@@ -174,6 +174,8 @@ class Session:
         from .epochs import accum_grad_steps
         from .optimizers import clip_gradients_fn, maximize_grad_norm
 
+        from .precision import step_compute
+
         get = self.config.get
         if optimizer is None:
             settings = dict(optimizer=None, batching=self.batching(), log=self.log)
@@ -182,6 +184,7 @@ class Session:
                             stop_on_nonfinite=bool(get("stop_on_nonfinite_train_score", True)), log=self.log,
                             accum_grad_steps=accum_grad_steps(get("accum_grad_multiple_step", 1)),
                             maximize_grad_norm=maximize_grad_norm(self.config.values))
+        settings["compute"] = step_compute(self.config.values, self.backend)  # tf_amp/torch_amp, tf_jit/torch_compile
         if self.torch:
             from .torch_optimizers import process_gradients_fn
             from .torch_trainer import TorchTrainer

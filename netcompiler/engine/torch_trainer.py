@@ -12,6 +12,7 @@ from ..errors import InvalidOptionError
 from .batching import BatchSettings
 from .epochs import EpochLoop
 from .feeding import numpy_batches
+from .precision import StepCompute, torch_step_losses, torch_step_scope
 
 
 def to_torch(batch: Dict[str, Any]) -> Dict[str, torch.Tensor]:
@@ -30,8 +31,11 @@ class TorchTrainer(EpochLoop):
     def __init__(self, model, optimizer: Optional[torch.optim.Optimizer], batching: Optional[BatchSettings],
                  process_gradients: Optional[Callable[[List[torch.nn.Parameter]], None]] = None,
                  stop_on_nonfinite: bool = True, log=sys.stdout, accum_grad_steps: int = 1,
-                 maximize_grad_norm: float = 0.0):
+                 maximize_grad_norm: float = 0.0, compute: Optional[StepCompute] = None):
         self.model = model
+        self.compute = compute or StepCompute()
+        """bfloat16 autocast, torch.compile (config keys torch_amp, torch_compile: see `precision`)."""
+        self._step_losses = torch_step_losses(model, self.compute)
         self.optimizer = optimizer
         self.batching = batching
         self.process_gradients = process_gradients
@@ -59,7 +63,7 @@ class TorchTrainer(EpochLoop):
     def train_step(self, inputs, lengths):
         if self._pending == 0:
             self._zero_grad()
-        losses, objective = self.model.step_losses(inputs, lengths, training=True)
+        losses, objective = self._losses(inputs, lengths, training=True)
         total = self.workers.reduce_objective(objective.detach())  # summed over workers: all skip a bad step
         if self.stop_on_nonfinite and not torch.isfinite(total):
             return self._results(losses), total  # no backward: the sums so far stay as they were
@@ -69,6 +73,11 @@ class TorchTrainer(EpochLoop):
         if self._pending == self.accum_grad_steps:
             self.flush()
         return self._results(losses), total
+
+    def _losses(self, inputs, lengths, training: bool):
+        """The model's `step_losses` in the configured precision (the backward pass runs outside autocast)."""
+        with torch_step_scope(self.compute):
+            return self._step_losses(inputs, lengths, training=training)
 
     def _backward(self, objective) -> None:
         """Adds the objective's gradients to the parameters' ``.grad``. With `maximize_grad_norm` = f, as in
@@ -104,7 +113,7 @@ class TorchTrainer(EpochLoop):
 
     def eval_step(self, inputs, lengths):
         with torch.no_grad():
-            losses, objective = self.model.step_losses(inputs, lengths, training=False)
+            losses, objective = self._losses(inputs, lengths, training=False)
         return self._results(losses), objective
 
     # --- what checkpoints keep of the runner -------------------------------------------

@@ -11,6 +11,7 @@ import tensorflow as tf
 from .batching import BatchSettings
 from .epochs import EpochLoop, Scores, format_duration, format_scores
 from .feeding import tf_batches
+from .precision import StepCompute, tf_step_function
 
 
 class Trainer(EpochLoop):
@@ -24,7 +25,7 @@ class Trainer(EpochLoop):
 
     def __init__(self, model, optimizer, batching: Optional[BatchSettings], clip_gradients=None,
                  stop_on_nonfinite: bool = True, log=sys.stdout, maximize_grad_norm: float = 0.0,
-                 accum_grad_steps: int = 1):
+                 accum_grad_steps: int = 1, compute: Optional[StepCompute] = None):
         self.model = model
         self.maximize_grad_norm = maximize_grad_norm  # RETURNN's setting: see `_gradients`
         self.optimizer = optimizer
@@ -43,9 +44,10 @@ class Trainer(EpochLoop):
             self._accumulated = [tf.Variable(tf.zeros_like(v), trainable=False) for v in model.trainable_params]
             self._pending = tf.Variable(0, dtype=tf.int64, trainable=False, name="accumulated_batches")
             self._flush_step = tf.function(self._flush, autograph=False)
-        # our emission is plain TF calls: autograph has nothing to convert, and skipping it traces faster
-        self.train_step = tf.function(self._train_step, input_signature=list(self.signature), autograph=False)
-        self.eval_step = tf.function(self._eval_step, input_signature=list(self.signature), autograph=False)
+        self.compute = compute or StepCompute()
+        """bfloat16 mixed precision, XLA (config keys tf_amp, tf_jit: see `precision`)."""
+        self.train_step = tf_step_function(self._train_step, self.signature, self.compute)
+        self.eval_step = tf_step_function(self._eval_step, self.signature, self.compute)
 
     def batches(self, dataset, settings):
         return tf_batches(dataset, self.signature, settings)

@@ -25,6 +25,14 @@ def torch_dtype(name: str) -> torch.dtype:
     return dtype
 
 
+def full_precision(raw: Any) -> Any:
+    """A bfloat16 tensor made under bfloat16 autocast (mixed precision: `engine/precision.py`) as float32, for the
+    ops that keep float32 there: softmax, log-softmax, sums and means (normalisation statistics, losses)."""
+    if raw.dtype == torch.bfloat16 and torch.is_autocast_enabled("cpu"):
+        return raw.float()
+    return raw
+
+
 def as_int(value: Any) -> Any:
     """A shape entry or index as a Python int (raw scalars included); None stays None."""
     return value if value is None or isinstance(value, int) else int(value)
@@ -341,7 +349,7 @@ class CoreOps:
             return fn(raw, dim=axis).to(torch.int32)
         if not axes:
             return raw
-        return _REDUCE[mode](raw, tuple(axes))
+        return _REDUCE[mode](full_precision(raw), tuple(axes))
 
     @classmethod
     def matmul_raw(cls, a: Any, b: Any) -> Any:
@@ -349,6 +357,7 @@ class CoreOps:
 
     @classmethod
     def softmax_raw(cls, raw: Any, axis: int, log: bool) -> Any:
+        raw = full_precision(raw)
         return torch.log_softmax(raw, dim=axis) if log else torch.softmax(raw, dim=axis)
 
     @classmethod

@@ -10,7 +10,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .core import torch_dtype
+from .core import full_precision, torch_dtype
 
 
 def _padded(rows: List[List[int]], fill: int) -> Any:
@@ -70,7 +70,7 @@ class LossOps:
             flat = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1).to(torch.int64),
                                    reduction="none")
             return flat.reshape(labels.shape)
-        return -torch.sum(labels * torch.log_softmax(logits, dim=-1), dim=-1)
+        return -torch.sum(labels * torch.log_softmax(full_precision(logits), dim=-1), dim=-1)
 
     @classmethod
     def sigmoid_cross_entropy_with_logits_raw(cls, logits: Any, labels: Any, pos_weight: Optional[float]) -> Any:
@@ -81,10 +81,10 @@ class LossOps:
     def ctc_loss_raw(cls, logits: Any, logit_lengths: Any, labels: Any, label_lengths: Any, blank_index: int) -> Any:
         blank = blank_index % logits.shape[-1]
         args = (labels.to(torch.int64), logit_lengths.to(torch.int64), label_lengths.to(torch.int64))
-        loss = F.ctc_loss(torch.log_softmax(logits, dim=-1), *args, blank=blank, reduction="none",
+        loss = F.ctc_loss(torch.log_softmax(full_precision(logits), dim=-1), *args, blank=blank, reduction="none",
                           zero_infinity=True)
         with torch.no_grad():
-            infeasible = torch.isinf(F.ctc_loss(torch.log_softmax(logits, dim=-1), *args, blank=blank,
+            infeasible = torch.isinf(F.ctc_loss(torch.log_softmax(full_precision(logits), dim=-1), *args, blank=blank,
                                                 reduction="none"))
         if not bool(infeasible.any()):
             return loss
