@@ -98,3 +98,13 @@ def test_meta_partition_through_its_control_dataset(hdf_file):
     dataset = make_dataset(opts, "train")
     seqs = [s for epoch in range(1, PARTS + 1) for s in _epoch(dataset, epoch)]
     assert sorted(index for index, _, _ in seqs) == list(range(NUM))
+
+
+@pytest.mark.parametrize("class_name, ordering", [("MetaDataset", "default"), ("MetaDataset", "random"),
+                                                   ("CombinedDataset", "default"), ("CombinedDataset", "random"),
+                                                   ("CombinedDataset", "random_dataset")])
+def test_repeat_epoch_reads_every_sequence_that_often(hdf_file, class_name, ordering):
+    opts = all_opts(hdf_file)[class_name]
+    once = _epoch(make_dataset(dict(opts, seq_ordering=ordering), "once"), 1)
+    twice = _epoch(make_dataset(dict(opts, seq_ordering=ordering, repeat_epoch=2), "twice"), 1)
+    assert twice == once + once
