@@ -16,7 +16,8 @@ The order of an epoch: with `seq_order_control_dataset`, that sub-dataset's own 
 them); otherwise the MetaDataset's `seq_ordering` / `partition_epoch` / `repeat_epoch`, sorting by the length of
 "data". The order options of the other sub-datasets have no effect (a notice says so). With the MetaDataset's
 `partition_epoch`, generated sub-datasets make the data of the full epoch (RETURNN: of the sub-epoch), so that
-each full epoch has every sequence once with fixed data. The keys keep their own
+each full epoch has every sequence once with fixed data. Sorting uses the length of the own key "data" (RETURNN:
+of the default sub-dataset's key "data"; the same when "data" maps to a key "data"). The keys keep their own
 lengths: "data" from one file and "classes" from another may differ in length, as in RETURNN.
 
 `seq_list_file`: a text file with one tag per line (also .gz), or a pickle (.pkl, .pkl.gz) holding such a list
@@ -90,6 +91,9 @@ class MetaDataset(ComposedDataset):
                                     suggestion="set 'seq_order_control_dataset' to one of the sub-datasets")
         used = [name for name, _ in self._map.values()]
         if control is not None and control not in used:
+            if control not in self.options["datasets"]:
+                raise self.option_error("seq_order_control_dataset", f"names {quoted(control)}, which 'datasets' "
+                                        f"does not have (it has: {', '.join(map(str, self.options['datasets']))})")
             used.append(control)
         self.subs = SubDatasets(self, used)
         self.default = control if control is not None else self._map["data"][0]
