@@ -64,9 +64,30 @@ def _dump_text(args) -> str:
     formatter = format_json if args.json else format_dot if args.dot else format_text
     if is_frontend_config(config.values):  # a model as Python code: its parameters and the losses it marks
         return _dump_frontend(config, formatter)
-    network = build_network(config)
+    network = build_network(_epoch_config(config, args.epoch))
     _print_notices(config.notices + network.notices)
     return formatter(network)
+
+
+def _epoch_config(config, epoch):
+    """The config of epoch `epoch` (dump-net --epoch; default: the final network) when the network changes per
+    epoch (pretrain, get_network); else the config itself (the same network in every epoch)."""
+    from .engine.epoch_networks import epoch_config, final_epoch
+    from .errors import InvalidOptionError
+    from .network_schedule import NetworkSchedule
+
+    if epoch is not None and epoch < 1:
+        raise InvalidOptionError(f"epochs count from 1, got {epoch}", subject="option --epoch",
+                                 suggestion="give an epoch >= 1, or leave --epoch out for the final network")
+    schedule = NetworkSchedule.from_config(config.values)
+    if schedule is None:
+        if epoch is not None:
+            _print_notices(["--epoch: this config's network is the same in every epoch (no pretrain, get_network)"])
+        return config
+    epoch = final_epoch(config, schedule) if epoch is None else epoch
+    print(f"network of epoch {epoch} ({'pretraining, ' if schedule.is_pretrain_epoch(epoch) else ''}"
+          f"{schedule.describe()})", file=sys.stderr)
+    return epoch_config(config, schedule.for_epoch(epoch))
 
 
 def _dump_frontend(config, formatter) -> str:
@@ -103,6 +124,8 @@ def dump_net_main(argv: Optional[List[str]] = None) -> int:
     output = parser.add_mutually_exclusive_group()
     output.add_argument("--json", action="store_true", help="machine-readable JSON")
     output.add_argument("--dot", action="store_true", help="a Graphviz graph with the shape on each edge")
+    parser.add_argument("--epoch", type=int, default=None, help="the network of this epoch, when it changes per "
+                                                                "epoch (pretrain, get_network); default: the final one")
     return run_tool(_dump, parser, argv)
 
 

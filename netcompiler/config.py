@@ -50,6 +50,9 @@ USED_KEYS = frozenset({
     "calculate_exp_loss", "sparse_input",
     "model_outputs", "behavior_version", "load_epoch", "preload_from_files", "load_ignore_missing_vars",
     "allow_random_model_init", "export_path",
+    "pretrain", "get_network", "pretrain_learning_rate", "pretrain_repetitions", "pretrain_construction_algo",
+    "pretrain_copy_output_layer", "pretrain_greedy", "use_learning_rate_control_always",  # network_schedule.py
+    "use_last_best_model",  # engine/last_best_model.py
     "distributed_tf", "torch_distributed",  # several workers: engine/distributed.py
     "learning_curve_file",  # netcompiler's own: the learning-curve PNG (engine/learning_curve.py)
     "tf_amp", "torch_amp", "tf_jit", "torch_compile",  # bfloat16 and compiled steps: engine/precision.py
@@ -74,8 +77,6 @@ NO_EFFECT_KEYS: Dict[str, str] = {
     "the current epoch",
     "search_train_network_layers": "the trained network is the one built for training",
     "torch_dataloader_opts": "batches are made in the training process; results are the same",
-    "use_learning_rate_control_always": "it matters only in pretraining epochs ('pretrain', refused here); the "
-    "learning-rate control decides every epoch",
 }
 
 
@@ -92,15 +93,8 @@ class RefusedKey:
 
 
 REFUSED_KEYS: Dict[str, RefusedKey] = {
-    "pretrain": RefusedKey("RETURNN's pretraining trains a growing network in the first epochs; netcompiler "
-                           "trains the full network from epoch 1", "remove it, or pretrain with RETURNN and "
-                           "continue with import_model_train_epoch1", inert=(None, False, "", {})),
-    "get_network": RefusedKey("it builds a different network per epoch; netcompiler trains one 'network'",
-                              "define 'network' (the network of the last epoch)"),
     "train_epoch_split": RefusedKey("it splits each epoch of the train data into parts", "set 'partition_epoch': "
                                     "N in the train dataset instead", inert=(None, 1)),
-    "use_last_best_model": RefusedKey("it reloads the best epoch's parameters during training, which "
-                                      "netcompiler does not do", "remove it"),
     "window": RefusedKey("it concatenates neighbouring input frames (a sliding window)",
                          "add a 'window' layer to the network", inert=(None, 1)),
     "max_seq_length_eval": RefusedKey("it would drop long sequences from the dev/eval scores",
@@ -190,6 +184,12 @@ class Config:
 
     def get(self, key: str, default: Any = None) -> Any:
         return self.values.get(key, default)
+
+    def with_values(self, values: Dict[str, Any]) -> "Config":
+        """The same config file with other settings `values` (one epoch's, when the network changes per epoch)."""
+        config = Config(values, self.path, self._source, namespace=self._namespace)
+        config.overridden = self.overridden
+        return config
 
     @property
     def namespace(self) -> ConfigNamespace:

@@ -5,9 +5,12 @@ Their meaning here, for a network given as `network` (one network for every epoc
 
 * `#config`: settings that replace the config's for training, as RETURNN applies them when it sets up the
   network (each key must be a setting the config has, as RETURNN asserts); a notice names each change.
+  When the network changes per epoch (`pretrain`, `get_network`), each epoch's `#config` applies to that epoch
+  only (`engine/epoch_networks.py`), not here.
 * `#trainable`: True changes nothing; False (train without updating any parameter) is refused.
-* `#repetition` and `#copy_param_mode`: read only by pretraining / networks that change per epoch (`pretrain`,
-  `get_network`), not supported yet; for one network they change nothing: a notice says so.
+* `#repetition` (epochs of a pretraining step) and `#copy_param_mode` (how parameters come over from the
+  previous epoch's network): read by `network_schedule.py` when the network changes per epoch; for one network
+  they change nothing: a notice says so.
 * `#finish_all_data`: read only by Horovod training: a notice.
 * any other `#` entry (`#info`, `#name`, ...): RETURNN ignores it; a notice says that it is ignored here too.
 """
@@ -17,6 +20,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Tuple
 
 from .errors import ConfigError
+from .network_schedule import schedule_is_set
 
 _PER_EPOCH_ONLY = {
     "#repetition": "how many epochs a pretraining step lasts",
@@ -54,8 +58,8 @@ def meta_notices(meta: Dict[str, Any], where: str = "network", top_level: bool =
             continue
         if name in _PER_EPOCH_ONLY:
             notices.append(f"{where} entry '{name}' ({_PER_EPOCH_ONLY[name]}) matters only when the network "
-                           f"changes per epoch (pretrain, get_network), which netcompiler does not support yet; "
-                           f"with one network it changes nothing -- ignored")
+                           f"changes per epoch (pretrain, get_network); this config's network is the same in "
+                           f"every epoch, so it changes nothing -- ignored")
         elif name == "#finish_all_data":
             notices.append(f"{where} entry '#finish_all_data' is read only by Horovod training; ignored")
         else:
@@ -68,8 +72,8 @@ def apply_network_config(values: Dict[str, Any]) -> List[str]:
     """Applies the top-level network's `#config` to the settings `values` in place (as RETURNN does when it
     sets up the network); returns a notice per changed setting."""
     net = values.get("network")
-    if not isinstance(net, dict) or "#config" not in net:
-        return []
+    if not isinstance(net, dict) or "#config" not in net or schedule_is_set(values):
+        return []  # with a network per epoch, each epoch's '#config' applies to it (engine/epoch_networks.py)
     updates = net["#config"]
     if not isinstance(updates, dict) or not all(isinstance(key, str) for key in updates):
         raise ConfigError(f"must be a dict of setting name -> value, not {updates!r}",

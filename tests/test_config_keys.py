@@ -38,8 +38,7 @@ def _sources_reading_keys():
 ENGINE_SOURCES = _sources_reading_keys()
 # a value for each refused key that it refuses (its first inert value is the default)
 NOT_INERT = {"train_epoch_split": 3, "window": 3, "learning_rate_control_min_num_epochs_per_new_lr": 3,
-             "target": "labels", "adam_opts": {"epsilon": 1.0}, "nadam_opts": {"epsilon": 1.0},
-             "pretrain": "default", "get_network": lambda epoch: {}}
+             "target": "labels", "adam_opts": {"epsilon": 1.0}, "nadam_opts": {"epsilon": 1.0}}
 
 
 # --- the table ---------------------------------------------------------------------------------------------
@@ -75,9 +74,9 @@ def test_the_table_has_three_disjoint_kinds():
     assert not (set(NO_EFFECT_KEYS) & set(REFUSED_KEYS))
     for key in ("cache_size", "log_batch_size"):
         assert KEY_KINDS[key] == NO_EFFECT
-    for key in ("pretrain", "get_network", "use_last_best_model", "train_epoch_split"):
+    for key in ("train_epoch_split",):
         assert KEY_KINDS[key] == REFUSED
-    for key in ("cleanup_old_models", "tf_log_dir", "start_epoch", "model", "accum_grad_multiple_step",
+    for key in ("pretrain", "get_network", "use_last_best_model", "cleanup_old_models", "tf_log_dir", "start_epoch", "model", "accum_grad_multiple_step",
                 "gradient_noise", "maximize_grad_norm", "gradient_nan_inf_filter"):
         assert KEY_KINDS[key] == USED
 
@@ -231,9 +230,9 @@ def test_a_wrong_error_measure_fails_before_the_first_epoch(tmp_path, capsys, mo
 
 def test_refused_key_stops_compile_net_at_once(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    config = write_config(tmp_path, 'model = "out/model"\npretrain = "default"\n')
+    config = write_config(tmp_path, 'model = "out/model"\ntrain_epoch_split = 3\n')
     status, out, err = run(capsys, config)
-    assert status == 2 and "config key 'pretrain'" in err[-1] and "config.py:" in err[-1], err
+    assert status == 2 and "config key 'train_epoch_split'" in err[-1] and "config.py:" in err[-1], err
     assert not os.path.exists(tmp_path / "out")
 
 

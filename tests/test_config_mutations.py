@@ -16,6 +16,7 @@ import glob
 import os
 import re
 
+import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -24,6 +25,7 @@ from netcompiler.dump import format_dot, format_json, format_text
 from netcompiler.errors import ConfigError
 from netcompiler.layer_base import registered_layer_classes
 from netcompiler.network import build_network
+from netcompiler.network_schedule import NetworkSchedule
 from netcompiler.tensor import FeatureDim, SpatialDim
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -349,5 +351,6 @@ def test_mutations_do_mutate():
     assert deep["network"]["output"]["subnetwork"]["output"]["class"] == "subnetwork" and NEST not in deep
     assert "data:x" in mutate(tree, ("rename_layer", 0, WEIRD_NAMES.index("data:x"), None))["network"]
     assert mutate(tree, ("set_setting", 0, SETTING_KEYS.index("pretrain"), "default"))["pretrain"] == "default"
-    assert isinstance(build(prepared(mutate(tree, ("set_setting", 0, SETTING_KEYS.index("pretrain"), "x")))),
-                      ConfigError)
+    bad_pretrain = prepared(mutate(tree, ("set_setting", 0, SETTING_KEYS.index("pretrain"), "x")))
+    with pytest.raises(ConfigError, match="config key 'pretrain'"):  # read where the network per epoch is made
+        NetworkSchedule.from_config(bad_pretrain)

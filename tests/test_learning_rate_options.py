@@ -13,7 +13,7 @@ Rates and scores are chosen so that every product is exact in binary (== compari
 
 import pytest
 
-from netcompiler.config import KEY_KINDS, NO_EFFECT, USED, Config
+from netcompiler.config import KEY_KINDS, USED, Config
 from netcompiler.engine.learning_rate import LearningRateControl
 from netcompiler.errors import InvalidOptionError
 from test_learning_rate import run
@@ -129,8 +129,9 @@ def test_the_options_are_accepted_by_the_config():
     assert not any("min_num_epochs" in n or "growth" in n for n in config.notices)
 
 
-def test_use_learning_rate_control_always_has_no_effect_without_pretrain():
-    assert KEY_KINDS["use_learning_rate_control_always"] == NO_EFFECT
+def test_use_learning_rate_control_always_is_used_by_pretraining():
+    # what it changes in pretraining epochs is tested in test_pretrain_training.py
+    assert KEY_KINDS["use_learning_rate_control_always"] == USED
     config = Config({"use_learning_rate_control_always": True})
     config.check_refused()
-    assert any("use_learning_rate_control_always" in n and "pretrain" in n for n in config.notices)
+    assert not any("use_learning_rate_control_always" in n for n in config.notices)

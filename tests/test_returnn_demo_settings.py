@@ -60,10 +60,10 @@ def test_config_object_bad_value_is_a_config_error(config_path):
         load_config(config_path, ["++layer_dim", "many"])
 
 
-def test_use_last_best_model_is_refused_and_gradient_noise_is_known(config_path):
+def test_use_last_best_model_and_gradient_noise_are_known(config_path):
     notices = load_config(config_path).notices
-    # it reloads the best parameters during training: ignoring it would change the result (issue 10)
-    assert any("'use_last_best_model' is not supported" in n and "compile-net refuses it" in n for n in notices)
+    # use_last_best_model is implemented (engine/last_best_model.py, tested in test_last_best_model.py)
+    assert not any("use_last_best_model" in n for n in notices)
     assert not any("gradient_noise" in n for n in notices)
 
 

@@ -14,6 +14,7 @@ from ..config import Config, load_config
 from ..dump import format_text
 from ..errors import ConfigError, InvalidOptionError, ModelFolderError
 from ..network import build_network
+from .epoch_networks import task_network_config
 from .frontend_model import is_frontend_config
 from .session import Session, backend_name  # noqa: F401  (cli imports backend_name from here)
 
@@ -49,7 +50,7 @@ def _run_task(config: Config, task: Optional[str], log) -> int:
                           "get_model", subject="config", suggestion="use --task forward with a forward_step")
     if task == "export":
         _check_exportable(config, frontend)
-    network = None if frontend else build_network(config, search=task == "search")
+    network = None if frontend else build_network(task_network_config(config, task), search=task == "search")
     if task == "search":
         _build_search_output(network, config.get("search_output_layer", "output"))
     for notice in config.notices + (network.notices if network is not None else []):

@@ -103,18 +103,13 @@ class Session:
 
     # --- settings ------------------------------------------------------------------------
     def _model_prefix(self) -> str:
-        model = self.config.get("model")
-        if model is None:
-            base = os.path.splitext(os.path.basename(self.config.path))[0]
-            model = os.path.join("out", base, "model")
-        if not isinstance(model, str):
-            raise InvalidOptionError(f"must be a path prefix string, not {model!r}", subject="config key 'model'")
-        return model
+        return model_prefix_of(self.config)
 
-    def batching(self):
+    def batching(self, values=None):
+        """The batch settings of the config (or of `values`: one epoch's settings, see epoch_networks.py)."""
         from .batching import parse_batching
 
-        get = self.config.get
+        get = self.config.get if values is None else values.get
         settings = parse_batching(batch_size=get("batch_size", 5000), max_seqs=get("max_seqs", -1),
                                   chunking=get("chunking"), max_seq_length=get("max_seq_length"))
         settings.check_data_keys(self._extern_data())
@@ -209,6 +204,11 @@ class Session:
 
         tf = self.tf
         values = self.config.values
+        from .last_best_model import LastBestModel
+
+        epochs = self._epoch_networks()  # None unless the network changes per epoch (pretrain, get_network)
+        last_best = LastBestModel.from_config(values.get("use_last_best_model"),
+                                              epochs.schedule.num_pretrain_epochs if epochs else 0, self.log)
         num_epochs = positive_int_setting(self.config.get("num_epochs", 5), "num_epochs")
         save_interval = positive_int_setting(self.config.get("save_interval", 1), "save_interval")
         writes = writes_checkpoints(values)  # model = None: no checkpoints, no history file, no lock
@@ -221,20 +221,7 @@ class Session:
             learning_rates.filename, cleanup = None, None
         curve_path = learning_curve_path(values, self.model_prefix, writes)
         curve = LearningCurve(curve_path, self.log) if curve_path else None
-        if self.torch:
-            from .torch_optimizers import make_torch_optimizer, set_torch_learning_rate as set_learning_rate
-
-            optimizer = make_torch_optimizer(values, self.model.trainable_params)
-        else:
-            from .optimizers import make_optimizer, set_learning_rate
-
-            optimizer = make_optimizer(values)
-        trainer = self.step_runner(optimizer)
-        trainer.workers = self.workers
-        from .dynamic_learning_rate import per_step_learning_rate
-
-        step_rates = per_step_learning_rate(values.get("dynamic_learning_rate"), self.model, optimizer,
-                                            set_learning_rate)  # None without dynamic_learning_rate
+        optimizer, set_learning_rate, trainer, step_rates, state = self._training_parts()
         # mistakes in the datasets are found before the lock makes the folder; a worker trains on its part
         train_data = self.workers.shard(self.dataset("train"))
         eval_data = self.eval_datasets("train")  # dev, eval, eval_datasets: scored after each epoch
@@ -245,11 +232,6 @@ class Session:
             from .distributed import FollowerCheckpoints
 
             checkpoints = FollowerCheckpoints(self.checkpoint_manager(clean=False))
-        if self.torch:
-            state = dict(self.model_state(), optimizer=optimizer, step=trainer)
-        else:
-            optimizer.build(self.model.trainable_params)  # its slots must exist before a checkpoint restores them
-            state = dict(self.model_state(), optimizer=optimizer, step=trainer.step_count)
         start_epoch = self._resume_or_import(checkpoints, state)
         self.workers.copy_params_from_chief(self.model.trainable_params)
         # Rates chosen for epochs that never reached a checkpoint are not history: the config (perhaps changed
@@ -264,6 +246,15 @@ class Session:
             return
         for epoch in range(start_epoch, num_epochs + 1):
             started = time.monotonic()
+            network_changed = epochs is not None and epochs.change_for_epoch(self, epoch)
+            if last_best is not None and last_best.reload_if_better(self, epoch, learning_rates, checkpoints):
+                network_changed = True  # the best epoch's parameters: the optimizer starts afresh, as in RETURNN
+            if network_changed:  # a new optimizer for the new parameters; the step count goes on
+                optimizer, set_learning_rate, trainer, step_rates, state = self._training_parts(trainer)
+                loss_names, error_names = self.model.loss_names()
+            if epochs is not None:  # the epoch's batch settings and learning rate ('#config', pretraining)
+                trainer.batching = self.batching(epochs.values)
+                epochs.prepare_learning_rate(learning_rates, epoch)
             lr = learning_rates.learning_rate_for_epoch(epoch)
             set_learning_rate(optimizer, lr)
             if step_rates is not None:  # each step's rate comes from the epoch's
@@ -288,6 +279,49 @@ class Session:
                 curve.update(learning_rates.history(), epoch)
             print(f"epoch {epoch}  " + "  ".join(parts) + f"  lr {lr:g}  {format_duration(time.monotonic() - started)}",
                   file=self.log, flush=True)
+
+    def _epoch_networks(self):
+        """The per-epoch networks (`pretrain`, `get_network`; None without): the model becomes the network of the
+        epoch whose checkpoint training resumes from (or of epoch 1)."""
+        from .epoch_networks import EpochNetworks, network_epoch_for_task
+
+        epochs = EpochNetworks.from_config(self.config, self.log)
+        if epochs is not None:
+            epochs.start(self, network_epoch_for_task(self.config, epochs.schedule, "train", self.model_prefix))
+            print(f"network per epoch: {epochs.schedule.describe()}", file=self.log)
+        return epochs
+
+    def _training_parts(self, old_trainer=None):
+        """A new optimizer for the model's parameters, its step runner (continuing `old_trainer`'s step count: when
+        the network changed or the parameters were reloaded), the per-step rate hook (None without
+        dynamic_learning_rate) and what checkpoints save, as (optimizer, set_learning_rate, trainer, step_rates,
+        state)."""
+        from .dynamic_learning_rate import per_step_learning_rate
+
+        values = self.config.values
+        if self.torch:
+            from .torch_optimizers import make_torch_optimizer, set_torch_learning_rate as set_learning_rate
+
+            optimizer = make_torch_optimizer(values, self.model.trainable_params)
+        else:
+            from .optimizers import make_optimizer, set_learning_rate
+
+            optimizer = make_optimizer(values)
+        trainer = self.step_runner(optimizer)
+        trainer.workers = self.workers
+        if self.torch:
+            state = dict(self.model_state(), optimizer=optimizer, step=trainer)
+        else:
+            optimizer.build(self.model.trainable_params)  # its slots must exist before a checkpoint restores them
+            state = dict(self.model_state(), optimizer=optimizer, step=trainer.step_count)
+        if old_trainer is not None:  # the step count goes on
+            if self.torch:
+                trainer.step_count = old_trainer.step_count
+            else:
+                trainer.step_count.assign(old_trainer.step_count)
+        step_rates = per_step_learning_rate(values.get("dynamic_learning_rate"), self.model, optimizer,
+                                            set_learning_rate)
+        return optimizer, set_learning_rate, trainer, step_rates, state
 
     def _resume_or_import(self, checkpoints, state) -> int:
         """The first epoch to train: after the newest complete checkpoint, or 1 (optionally importing one)."""
@@ -495,6 +529,17 @@ class Session:
             write_search_output(result, output_file, file_format)
             line += f"; hypotheses written to {output_file}"
         print(line, file=self.log)
+
+
+def model_prefix_of(config: Config) -> str:
+    """The config's `model` (checkpoint prefix), by default `out/<config name>/model`."""
+    model = config.get("model")
+    if model is None:
+        base = os.path.splitext(os.path.basename(config.path))[0]
+        model = os.path.join("out", base, "model")
+    if not isinstance(model, str):
+        raise InvalidOptionError(f"must be a path prefix string, not {model!r}", subject="config key 'model'")
+    return model
 
 
 def _score_record(prefix: str, scores) -> Dict[str, float]:
