@@ -277,7 +277,8 @@ def combined(**change):
     (dict(sampling_sizes=2, partition_epoch=2), r"'partition_epoch' cannot be combined with 'sampling_sizes'"),
     (dict(interleave_gumbel_scale=1.0), r"'interleave_gumbel_scale' has no effect with seq_ordering 'default'"),
     (dict(seq_ordering="interleave", interleave_gumbel_scale="all"), r"'interleave_gumbel_scale' must be a num"),
-    (dict(seq_ordering="random_datset"), r"'seq_ordering' has an unknown kind"),
+    (dict(seq_ordering="random_datset"), r"'seq_ordering' has an unknown kind.*random_dataset, interleave -- "
+                                         r"did you mean 'random_dataset'"),
 ])
 def test_combined_option_errors(change, match):
     with pytest.raises(InvalidOptionError, match=match) as info:

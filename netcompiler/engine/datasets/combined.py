@@ -46,8 +46,8 @@ from netcompiler.engine.datasets.composite import (
     checked_epoch,
     sub_epoch,
 )
-from netcompiler.engine.datasets.ordering import make_seq_order, partition_of_epoch
-from netcompiler.errors import quoted
+from netcompiler.engine.datasets.ordering import SeqOrdering, make_seq_order, partition_of_epoch
+from netcompiler.errors import closest_match, quoted
 
 SPECIAL_ORDERINGS = ("random_dataset", "interleave")
 
@@ -88,9 +88,16 @@ class CombinedDataset(ComposedDataset):
     # -- options ------------------------------------------------------------------------
 
     def _parse_ordering(self):
-        if self.options["seq_ordering"] in SPECIAL_ORDERINGS:
+        text = self.options["seq_ordering"]
+        if text in SPECIAL_ORDERINGS:
             return None  # handled by init_epoch
-        return super()._parse_ordering()
+        try:
+            return SeqOrdering.parse(text)
+        except ValueError as exc:
+            match = closest_match(text.split(":")[0], SeqOrdering.KINDS + SPECIAL_ORDERINGS)
+            raise self.option_error("seq_ordering", f"{exc} or one of CombinedDataset's: "
+                                                    f"{', '.join(SPECIAL_ORDERINGS)}",
+                                    suggestion=f"did you mean '{match}'?" if match else None) from None
 
     def _parse_data_map(self) -> Dict[str, Dict[str, str]]:
         maps: Dict[str, Dict[str, str]] = {}
