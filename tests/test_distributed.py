@@ -126,6 +126,8 @@ def test_missing_or_bad_torchrun_variables_are_a_config_error(env, message):
      InvalidOptionError, "unknown option.*'local_only'"),
     ({"distributed_tf": {"timeout_sec": 0}}, "tensorflow", {"TF_CONFIG": json.dumps(TF_CONFIG)},
      InvalidOptionError, "timeout_sec"),
+    ({"distributed_tf": {"strategy": "mirrored"}}, "tensorflow", {"TF_CONFIG": json.dumps(TF_CONFIG)},
+     InvalidOptionError, "only 'multi_worker'"),
     ({"distributed_tf": 3}, "tensorflow", {"TF_CONFIG": json.dumps(TF_CONFIG)}, InvalidOptionError, "a dict"),
     ({"torch_distributed": {"reduce_type": "param", "param_sync_step": 10}}, "torch", TORCH_ENV,
      InvalidOptionError, "param_sync_step"),

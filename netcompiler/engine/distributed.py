@@ -6,8 +6,11 @@ Switches (the names RETURNN uses):
 * TensorFlow: ``distributed_tf = {}`` and the ``TF_CONFIG`` environment variable (JSON: ``{"cluster":
   {"worker": ["host:port", ...]}, "task": {"type": "worker", "index": i}}``). A
   ``tf.distribute.MultiWorkerMirroredStrategy`` is made from it; it starts this worker's gRPC server and
-  the collective ops, which then sum across workers. Option: ``timeout_sec`` (a collective that waits longer
-  fails; default 1800).
+  the collective ops, which then sum across workers. Options: ``timeout_sec`` (a collective that waits longer
+  fails; default 1800), ``strategy`` ("multi_worker", the default and the only one: ``"mirrored"``, replicas on
+  the devices of one process, is refused -- on a CPU-only machine TensorFlow lists one CPU device, so
+  ``MirroredStrategy`` has one replica and trains exactly as one process does; several logical CPU devices would
+  only split the same cores. Start one worker process per device with TF_CONFIG on 127.0.0.1 instead).
 * PyTorch (``backend = "torch"``): ``torch_distributed = {}`` and torchrun's environment variables ``RANK``,
   ``WORLD_SIZE``, ``MASTER_ADDR``, ``MASTER_PORT``; a ``torch.distributed`` process group (gloo on CPU).
   Options: ``backend`` ("gloo"), ``timeout_sec``, ``reduce_type`` ("grad"; RETURNN's "param" and
@@ -332,7 +335,13 @@ def workers_from_config(values: Mapping[str, Any], backend: str, task: str, envi
                                      subject="config key 'torch_distributed'", suggestion="remove these options")
         identity = torch_env_identity(environ)
     else:
-        opts = _options(opts, "distributed_tf", {"timeout_sec": DEFAULT_TIMEOUT_SEC})
+        opts = _options(opts, "distributed_tf", {"timeout_sec": DEFAULT_TIMEOUT_SEC, "strategy": "multi_worker"})
+        if opts["strategy"] != "multi_worker":
+            raise InvalidOptionError(f"strategy {opts['strategy']!r} is not implemented: only 'multi_worker' "
+                                     f"(MultiWorkerMirroredStrategy, one process per worker); a one-process "
+                                     f"MirroredStrategy has one replica per device, and a CPU-only machine has one",
+                                     subject="config key 'distributed_tf'",
+                                     suggestion="start one worker process per device with TF_CONFIG on 127.0.0.1")
         identity = tf_config_identity(environ.get("TF_CONFIG"))
     if task != "train":
         print(f"notice: only training is distributed; task '{task}' runs on worker {identity['rank']} alone",
