@@ -54,7 +54,6 @@ USED_KEYS = frozenset({
     "pretrain_copy_output_layer", "pretrain_greedy", "use_learning_rate_control_always",  # network_schedule.py
     "use_last_best_model",  # engine/last_best_model.py
     "distributed_tf", "torch_distributed",  # several workers: engine/distributed.py
-    "distributed_tf", "torch_distributed",  # several workers: engine/distributed.py
     "learning_curve_file",  # netcompiler's own: the learning-curve PNG (engine/learning_curve.py)
     "tf_amp", "torch_amp", "tf_jit", "torch_compile",  # bfloat16 and compiled steps: engine/precision.py
 })

@@ -14,7 +14,6 @@ from typing import Dict, List, Optional
 
 from ..errors import InvalidOptionError, TrainingError
 from .distributed import SingleProcess
-from .distributed import SingleProcess
 from .progress import Progress
 
 
@@ -72,8 +71,6 @@ class EpochLoop:
     before_train_step = None
     """None, or a function called with the number of updates made so far before each training step (the per-step
     learning rate, `dynamic_learning_rate.per_step_learning_rate`)."""
-    workers = SingleProcess()
-    """The worker group (`distributed.py`): its lockstep pads a worker's epoch with empty batches."""
     workers = SingleProcess()
     """The worker group (`distributed.py`): its lockstep pads a worker's epoch with empty batches."""
 

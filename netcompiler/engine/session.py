@@ -48,9 +48,6 @@ class Session:
         from .distributed import workers_from_config
 
         self.workers = workers_from_config(config.values, self.backend, task)  # before TF runs anything
-        from .distributed import workers_from_config
-
-        self.workers = workers_from_config(config.values, self.backend, task)  # before TF runs anything
         seed = config.get("random_seed", 42)
         if self.torch:
             from .torch_trainer import configure_torch
@@ -222,9 +219,6 @@ class Session:
         follower, writes = writes and not self.workers.is_chief, writes and self.workers.is_chief
         if follower:  # another worker than the chief: reads the chief's files, writes none (distributed.py)
             learning_rates.filename, cleanup = None, None
-        follower, writes = writes and not self.workers.is_chief, writes and self.workers.is_chief
-        if follower:  # another worker than the chief: reads the chief's files, writes none (distributed.py)
-            learning_rates.filename, cleanup = None, None
         curve_path = learning_curve_path(values, self.model_prefix, writes)
         curve = LearningCurve(curve_path, self.log) if curve_path else None
         optimizer, set_learning_rate, trainer, step_rates, state = self._training_parts()
@@ -238,12 +232,7 @@ class Session:
             from .distributed import FollowerCheckpoints
 
             checkpoints = FollowerCheckpoints(self.checkpoint_manager(clean=False))
-        if follower:
-            from .distributed import FollowerCheckpoints
-
-            checkpoints = FollowerCheckpoints(self.checkpoint_manager(clean=False))
         start_epoch = self._resume_or_import(checkpoints, state)
-        self.workers.copy_params_from_chief(self.model.trainable_params)
         self.workers.copy_params_from_chief(self.model.trainable_params)
         # Rates chosen for epochs that never reached a checkpoint are not history: the config (perhaps changed
         # since, e.g. a lower learning_rate after a non-finite loss) decides them anew.
@@ -319,7 +308,6 @@ class Session:
 
             optimizer = make_optimizer(values)
         trainer = self.step_runner(optimizer)
-        trainer.workers = self.workers
         trainer.workers = self.workers
         if self.torch:
             state = dict(self.model_state(), optimizer=optimizer, step=trainer)

@@ -76,7 +76,6 @@ class Trainer(EpochLoop):
         variables = self.model.trainable_params
         losses, objective, grads = self._gradients(inputs, lengths, variables)
         objective, grads = self.workers.reduce_step(objective, grads)  # summed over workers (distributed.py)
-        objective, grads = self.workers.reduce_step(objective, grads)  # summed over workers (distributed.py)
         update = self._apply if self._accumulated is None else self._accumulate
         finite = tf.math.is_finite(objective)
         # a non-finite step changes nothing: the caller stops training with the last good checkpoint intact
