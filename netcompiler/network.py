@@ -113,7 +113,7 @@ class Network:
         if step is None:
             if rf.get_run_ctx().training:
                 raise AttributeError("network.global_train_step: this training run has no step counter (the "
-                                     "PyTorch trainer does not give one yet)")
+                                     "model runs for training without a trainer)")
             return rf.get_run_ctx().backend.convert_to_raw(0, "int64")
         return step
 

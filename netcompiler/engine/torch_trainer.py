@@ -43,14 +43,27 @@ class TorchTrainer(EpochLoop):
         self.log = log
         self.accum_grad_steps = accum_grad_steps
         self.maximize_grad_norm = maximize_grad_norm  # RETURNN's setting: see `_backward`
+        self._step_tensor = torch.zeros((), dtype=torch.int64)  # step_count as a tensor, kept equal to it
+        if hasattr(model, "global_train_step"):  # what config functions read as network.global_train_step
+            model.global_train_step = self._step_tensor
         self.step_count = 0
-        """Updates applied so far (with accumulation: one per N batches)."""
         self._pending = 0  # batches whose gradients are summed in .grad and not applied yet
         self.params = list(model.trainable_params)
 
     def batches(self, dataset, settings):
         for inputs, lengths in numpy_batches(dataset, self.model.input_keys(), settings):
             yield to_torch(inputs), to_torch(lengths)
+
+    @property
+    def step_count(self) -> int:
+        """Updates applied so far (with accumulation: one per N batches). Eval strings and config functions
+        read it during the steps as `network.global_train_step`: an int64 scalar tensor, as on TensorFlow."""
+        return self._step_count
+
+    @step_count.setter
+    def step_count(self, value: int) -> None:
+        self._step_count = int(value)
+        self._step_tensor.fill_(self._step_count)
 
     # --- steps -------------------------------------------------------------------------
     @staticmethod
