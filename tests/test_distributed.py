@@ -133,6 +133,8 @@ def test_missing_or_bad_torchrun_variables_are_a_config_error(env, message):
      InvalidOptionError, "param_sync_step"),
     ({"torch_distributed": {"reduce_type": "param"}}, "torch", TORCH_ENV, InvalidOptionError, "reduce_type 'grad'"),
     ({"torch_distributed": {"backend": "nccl"}}, "torch", TORCH_ENV, InvalidOptionError, "only backend 'gloo'"),
+    ({"distributed_tf": {}, "tf_jit": True}, "tensorflow", {"TF_CONFIG": json.dumps(TF_CONFIG)}, ConfigError,
+     "XLA does not compile collective"),
     ({"torch_distributed": {}, "maximize_grad_norm": 0.1}, "torch", TORCH_ENV, ConfigError, "maximize_grad_norm"),
 ])
 def test_distribution_settings_that_cannot_work_are_refused(values, backend, env, error, message):

@@ -351,6 +351,10 @@ def workers_from_config(values: Mapping[str, Any], backend: str, task: str, envi
         raise ConfigError("maximize_grad_norm is not implemented with several workers (its norm would be the "
                           "worker's, not the combined batch's)", subject="config key 'maximize_grad_norm'",
                           suggestion="remove it, or train on one process")
+    if backend != "torch" and values.get("tf_jit"):
+        raise ConfigError("tf_jit is not possible with distributed_tf: TensorFlow's XLA does not compile collective "
+                          "ops for CPU devices ('Collectives are not yet implemented for CPU devices when compiling "
+                          "with XLA')", subject="config key 'tf_jit'", suggestion="remove tf_jit")
     if backend == "torch":
         return TorchWorkers(identity, opts["backend"], opts["timeout_sec"])
     return TfWorkers(identity, opts["timeout_sec"])
