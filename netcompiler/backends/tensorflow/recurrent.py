@@ -1,7 +1,10 @@
-"""The TensorFlow backend's recurrences: each one `tf.scan` (one graph loop, traced once for any length).
+"""The TensorFlow backend's recurrences: each one graph loop, traced once for any length (GRU and simple RNN a
+`tf.scan`; the LSTM see below).
 
 TF's fused BlockLSTMV2 kernel was measured and not used: on CPU its gradient kernel made a BLSTM train step
-about 3x slower than the scan (benchmarks/train_step.py).
+about 3x slower than the scan (benchmarks/train_step.py). The LSTM is a `tf.while_loop` with a hand-written
+backward loop instead (lstm_loop.py); `lstm_scan` is the plain `tf.scan` form, differentiated by autodiff
+(the reference of its gradient test).
 """
 
 from __future__ import annotations
@@ -10,12 +13,19 @@ from typing import Any, Callable
 
 import tensorflow as tf
 
+from .lstm_loop import lstm_loop
+
 
 class RecurrentOps:
     """LSTM, GRU and simple RNN steps over time-major inputs projected before the loop (`xw` = x W + b)."""
 
     @classmethod
     def lstm_raw(cls, xw: Any, rec_weight: Any, state_h: Any, state_c: Any):
+        return lstm_loop(xw, rec_weight, state_h, state_c)
+
+    @staticmethod
+    def lstm_scan(xw: Any, rec_weight: Any, state_h: Any, state_c: Any):
+        """`lstm_raw` as one `tf.scan`, its gradient by autodiff."""
         def step(state, xw_t):
             h, cell = state
             c, i, f, o = tf.split(xw_t + tf.matmul(h, rec_weight), 4, axis=-1)
