@@ -24,14 +24,18 @@ TARGET = 0.95
 
 
 # --- the models, scaled down from the shipped configs (same architecture) ---------------------------------------
-def blstm_config(size=256):
-    """configs/asr-conv-blstm.py with 2 instead of 3 BLSTM layers of `size` (not 512) per direction."""
+def blstm_config(size=256, layers=2):
+    """configs/asr-conv-blstm.py with `layers` (not 3) BLSTM layers of `size` (not 512) per direction; layers=0
+    leaves the conv front-end alone in front of the output layer."""
     config = load_config(os.path.join(ROOT, "configs", "asr-conv-blstm.py"))
-    net = {k: dict(v) for k, v in config.values["network"].items() if not k.startswith("lstm2")}
-    for layer in net.values():
-        if layer["class"] == "rec":
-            layer["n_out"] = size
-    net["encoder"]["from"] = ["lstm1_fw", "lstm1_bw"]
+    shipped = config.values["network"]
+    net = {k: dict(v) for k, v in shipped.items() if not k.startswith("lstm")}
+    for i in range(layers):
+        for d in ("fw", "bw"):  # lstm0 reads the conv front-end, every later layer both halves of the one before
+            net[f"lstm{i}_{d}"] = dict(shipped[f"lstm{min(i, 1)}_{d}"], n_out=size)
+            if i:
+                net[f"lstm{i}_{d}"]["from"] = [f"lstm{i - 1}_fw", f"lstm{i - 1}_bw"]
+    net["encoder"]["from"] = [f"lstm{layers - 1}_fw", f"lstm{layers - 1}_bw"] if layers else "conv_merged"
     config.values["network"] = net
     return config
 
@@ -75,13 +79,13 @@ class HandBLSTM(HandModel):
     registered gradient); lstm="scan": x W + b for all frames in one matmul, then tf.scan over h W_re and the
     gates; both time-major from the conv front-end to the output layer. lstm="keras": keras.layers.LSTM, masked."""
 
-    def __init__(self, lstm="block", n=256, classes=1000, dropout=0.1):
+    def __init__(self, lstm="block", n=256, classes=1000, dropout=0.1, layers=2):
         super().__init__()
-        self.kind, self.n, self.dropout = lstm, n, dropout
+        self.kind, self.n, self.dropout, self.layers = lstm, n, dropout, layers
         spec = {"conv0/W": [3, 3, 1, 32], "conv1/W": [3, 3, 32, 64],  # conv: no bias before behavior_version 10
-                "output/W": [2 * n, classes], "output/b": [classes]}
+                "output/W": [2 * n if layers else 640, classes], "output/b": [classes]}
         self.lstm = {}
-        for name, in_dim in ((f"lstm{i}_{d}", 640 if i == 0 else 2 * n) for i in range(2) for d in ("fw", "bw")):
+        for name, in_dim in ((f"lstm{i}_{d}", 640 if i == 0 else 2 * n) for i in range(layers) for d in ("fw", "bw")):
             if lstm == "keras":
                 self.lstm[name] = tf.keras.layers.LSTM(n, return_sequences=True, go_backwards=name.endswith("bw"))
                 self.lstm[name].build((None, None, in_dim))
@@ -119,7 +123,7 @@ class HandBLSTM(HandModel):
         time_major = self.kind != "keras"
         h = tf.transpose(h, [1, 0, 2]) if time_major else h
         rev = lambda t: tf.reverse_sequence(t, lengths, seq_axis=0, batch_axis=1)  # noqa: E731
-        for i in range(2):
+        for i in range(self.layers):
             fw_in, bw_in = (self.drop(h, training), self.drop(h, training)) if i else (h, h)
             if self.kind == "keras":
                 fw = self.lstm[f"lstm{i}_fw"](fw_in, mask=mask)
@@ -228,7 +232,7 @@ def hand_side(config, make):
     model = make()
     optimizer = make_optimizer(config.values)
     clip = gradient_clipping(config.values)["global_norm"]
-    smoothing = config.values["network"]["output"]["loss_opts"]["label_smoothing"]
+    smoothing = config.values["network"]["output"].get("loss_opts", {}).get("label_smoothing", 0.0)
     variables = model.variables_list()
 
     def loss(x, y, lengths, training):

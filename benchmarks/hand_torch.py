@@ -1,0 +1,99 @@
+"""The PyTorch sides of `run.py` (issue 12, goal 7): hand-written `torch.nn` references of the deep linear chain
+and the Transformer (same parameter count as netcompiler's, asserted by run.py), and netcompiler's layer-dict
+network on its torch backend (`CompiledNetwork(..., backend="torch")` + `TorchTrainer`, as compile-net trains
+with backend "torch").
+
+Both torch sides run with 1 intra-op thread: on this shared 2-core machine torch's default (one per core) is
+5-20x slower per CPU-second (see benchmarks/README.md, "frontend_paths.py"). Importing this module does not
+import TensorFlow (the hand-written side's memory is torch's alone).
+"""
+
+import torch
+import torch.nn.functional as F
+
+
+class TorchLinear(torch.nn.Module):
+    """models.linear_config by hand: `layers` x (dropout on the input, nn.Linear, ReLU), then the output layer."""
+
+    def __init__(self, layers, width, dim, classes, dropout=0.1):
+        super().__init__()
+        self.p = dropout
+        self.hidden = torch.nn.ModuleList(torch.nn.Linear(width if i else dim, width) for i in range(layers))
+        self.output = torch.nn.Linear(width, classes)
+
+    def forward(self, x, lengths):
+        for layer in self.hidden:
+            x = F.relu(layer(F.dropout(x, self.p, self.training)))
+        return self.output(x)
+
+
+class TorchTransformer(torch.nn.Module):
+    """configs/transformer-enc.py by hand (models.transformer_config's sizes): pre-norm blocks, q/k/v without
+    bias, F.scaled_dot_product_attention with a key mask and attention dropout, FF with dropout on ff2's input."""
+
+    def __init__(self, blocks, d, heads, ff, dim, classes, dropout=0.1):
+        super().__init__()
+        self.d, self.heads, self.p = d, heads, dropout
+        self.input, self.final_ln = torch.nn.Linear(dim, d), torch.nn.LayerNorm(d, 1e-6)
+        self.output = torch.nn.Linear(d, classes)
+        self.blocks = torch.nn.ModuleList(torch.nn.ModuleDict({
+            "att_ln": torch.nn.LayerNorm(d, 1e-6), "q": torch.nn.Linear(d, d, bias=False),
+            "k": torch.nn.Linear(d, d, bias=False), "v": torch.nn.Linear(d, d, bias=False),
+            "att_out": torch.nn.Linear(d, d), "ff_ln": torch.nn.LayerNorm(d, 1e-6), "ff1": torch.nn.Linear(d, ff),
+            "ff2": torch.nn.Linear(ff, d)}) for _ in range(blocks))
+
+    def forward(self, x, lengths):
+        B, T = x.shape[:2]
+        drop = lambda t: F.dropout(t, self.p, self.training)  # noqa: E731
+        key_mask = (torch.arange(T)[None, :] < lengths[:, None])[:, None, None, :]  # [B, 1, 1, T]
+        heads = lambda t: t.view(B, T, self.heads, self.d // self.heads).transpose(1, 2)  # noqa: E731
+        h = drop(self.input(x))
+        for b in self.blocks:
+            a = b["att_ln"](h)
+            att = F.scaled_dot_product_attention(heads(b["q"](a)), heads(b["k"](a)), heads(b["v"](a)),
+                                                 attn_mask=key_mask, dropout_p=self.p if self.training else 0.0)
+            h = h + drop(b["att_out"](att.transpose(1, 2).reshape(B, T, self.d)))
+            h = h + drop(b["ff2"](drop(F.relu(b["ff1"](b["ff_ln"](h))))))
+        return self.output(self.final_ln(h))
+
+
+def hand_torch_side(model, config):
+    """(parameter count, step(x, y, lengths) -> loss) of the hand-written torch model of `model` (models.Model):
+    summed CE over valid frames (the config's label smoothing, torch's definition), global-norm clipping as the
+    config, torch.optim.Adam with the config's learning rate."""
+    settings = dict(model.settings)
+    net = TorchLinear(**settings) if model.name.startswith("linear") else TorchTransformer(**settings)
+    net.train()
+    values = config.values
+    optimizer = torch.optim.Adam(net.parameters(), lr=values["learning_rate"])
+    smoothing = values["network"]["output"].get("loss_opts", {}).get("label_smoothing", 0.0)
+    clip = values.get("gradient_clip_global_norm", 0.0)
+
+    def step(x, y, lengths):
+        mask = torch.arange(x.shape[1])[None, :] < lengths[:, None]
+        loss = F.cross_entropy(net(x, lengths)[mask], y[mask].long(), reduction="sum", label_smoothing=smoothing)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        if clip:
+            torch.nn.utils.clip_grad_norm_(net.parameters(), clip)
+        optimizer.step()
+        return loss.detach()
+
+    return sum(p.numel() for p in net.parameters()), step
+
+
+def netcompiler_torch_side(config):
+    """(parameter count, step) of the config's network on netcompiler's torch backend, trained as compile-net does."""
+    from netcompiler.emit.model import CompiledNetwork
+    from netcompiler.engine.torch_optimizers import make_torch_optimizer, process_gradients_fn
+    from netcompiler.engine.torch_trainer import TorchTrainer
+    from netcompiler.network import build_network
+
+    model = CompiledNetwork(build_network(config), seed=42, backend="torch")
+    trainer = TorchTrainer(model, make_torch_optimizer(config.values, model.trainable_params), None,
+                           process_gradients=process_gradients_fn(config.values))
+
+    def step(x, y, lengths):
+        return trainer.train_step({"data": x, "classes": y}, {"data": lengths, "classes": lengths})[1]
+
+    return sum(p.numel() for p in model.trainable_params), step

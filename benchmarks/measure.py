@@ -1,0 +1,133 @@
+"""One side of one benchmark model, measured in a process of its own (`run.py` starts `run.py --child ...`, which
+calls `measure_side` and prints its result as one JSON line after RESULT_MARK):
+
+* build: wall and process CPU time from before the config is loaded to the end of the first train step
+  (config load, built-in layer registry, network build, optimizer, tracing and graph optimisation, first step);
+  the imports of the framework and of netcompiler come before and are not counted (they are the same for both
+  sides and a per-process constant);
+* throughput: one warm-up pass over the batches, then `reps` timed passes; frames per process CPU-second
+  (user + sys of all threads, from `time.process_time`, because the machine is shared: wall time measures the
+  other sessions as much as this one) and per wall-second, by the median pass;
+* memory: the process's peak resident set (VmHWM of /proc/self/status) at the end, and the resident set after
+  the imports (the part both sides share).
+
+Sides: nc-tf (compile-net's Trainer.train_step, train_step.netcompiler_side), hand-tf (train_step.hand_side of
+the model's hand-written TF2 model), nc-torch and hand-torch (hand_torch.py). After its measures the hand-tf
+child also builds netcompiler's model, copies its weights into the hand-written one and compares loss and gradient
+norm (train_step.check_same_model: an AssertionError, i.e. a crash of the child, when they differ).
+"""
+
+import json
+import os
+import statistics
+import sys
+import time
+
+import numpy as np
+
+RESULT_MARK = "RESULT "
+
+
+def status_mb(key):
+    """A /proc/self/status entry (VmHWM, VmRSS) in MB."""
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith(key + ":")) / 1024
+
+
+def numpy_batches(spec, seed=0):
+    """The model's `spec.count` batches (x, y, lengths) as NumPy: random features, random targets, full length."""
+    rng = np.random.RandomState(seed)
+    shape = (spec.size, spec.frames)
+    return [(rng.randn(*shape, spec.dim).astype(np.float32), rng.randint(0, spec.classes, shape).astype(np.int32),
+             np.full([spec.size], spec.frames, np.int32)) for _ in range(spec.count)]
+
+
+def _tf_side(model, side):
+    """(build function -> (parameter count, step), batch converter) of a TensorFlow side."""
+    import tensorflow as tf
+    from netcompiler.builtin import load_builtin_layers
+    from train_step import hand_side, netcompiler_side
+
+    tf.random.set_seed(42)
+
+    def build():
+        load_builtin_layers()
+        config = model.config()
+        if side == "nc-tf":
+            nc_model, step = netcompiler_side(config)
+            return sum(int(np.prod(v.shape)) for v in nc_model.trainable_params), step
+        hand_model, step, _loss = hand_side(config, model.hand_tf)
+        return sum(int(np.prod(v.shape)) for v in hand_model.variables_list()), step
+
+    return build, lambda batch: tuple(tf.constant(a) for a in batch)
+
+
+def _torch_side(model, side):
+    import torch
+    from hand_torch import hand_torch_side, netcompiler_torch_side
+
+    torch.set_num_threads(1)
+    torch.manual_seed(42)
+
+    def build():
+        config = model.config()
+        if side == "nc-torch":
+            from netcompiler.builtin import load_builtin_layers
+
+            load_builtin_layers()
+            return netcompiler_torch_side(config)
+        return hand_torch_side(model, config)
+
+    return build, lambda batch: tuple(torch.from_numpy(a) for a in batch)
+
+
+def one_pass(step, batches):
+    """(wall s, process CPU s) of one pass of `step` over the batches."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    for batch in batches:
+        float(step(*batch))
+    return time.perf_counter() - wall, time.process_time() - cpu
+
+
+def measure_side(model, side, reps, check_model=True):
+    """The measures of one side (see the module docstring) as a dict."""
+    build, convert = (_torch_side if side.endswith("torch") else _tf_side)(model, side)
+    batches = [convert(b) for b in numpy_batches(model.batches)]
+    rss_imports = status_mb("VmRSS")
+    wall, cpu = time.perf_counter(), time.process_time()
+    params, step = build()
+    float(step(*batches[0]))
+    result = {"params": params, "build_wall": time.perf_counter() - wall, "build_cpu": time.process_time() - cpu}
+    if reps:
+        one_pass(step, batches)  # warm-up: the other batches' first allocations
+        passes = [one_pass(step, batches) for _ in range(reps)]
+        frames = model.batches.count * model.batches.size * model.batches.frames
+        result.update(frames_per_cpu_s=frames / statistics.median(c for _, c in passes),
+                      frames_per_s=frames / statistics.median(w for w, _ in passes), frames_per_pass=frames)
+    result.update(peak_mb=status_mb("VmHWM"), rss_imports_mb=rss_imports, tensorflow_loaded="tensorflow" in sys.modules)
+    if side == "hand-tf" and check_model:  # after the measures: the netcompiler model built here changes nothing above
+        result["agree"] = check(model) == params
+    return result
+
+
+def check(model):
+    """Same parameter count, same eval loss and gradient norm with netcompiler's weights in the hand-written model."""
+    import tensorflow as tf
+    from netcompiler.builtin import load_builtin_layers
+    from train_step import check_same_model, hand_side, netcompiler_side
+
+    load_builtin_layers()
+    config = model.config()
+    nc_model, _ = netcompiler_side(config)
+    hand_model, _, hand_loss = hand_side(config, model.hand_tf)
+    x, y, lengths = numpy_batches(model.batches, seed=1)[0]
+    lengths[1:] = np.random.RandomState(2).randint(lengths[0] // 2, lengths[0] + 1, size=len(lengths) - 1)
+    x[np.arange(x.shape[1])[None, :] >= lengths[:, None]] = 0.0  # ragged: padding frames must not count
+    params = check_same_model(nc_model, hand_model, hand_loss, tuple(tf.constant(a) for a in (x, y, lengths)))
+    return params
+
+
+def child_main(model, side, reps, check_model):
+    """Entry of a child process: measures and prints the JSON result line."""
+    print(RESULT_MARK + json.dumps(measure_side(model, side, reps, check_model)), flush=True)
+    os._exit(0)  # skip TF's and torch's teardown (seconds, and not part of any measure)

@@ -1,0 +1,207 @@
+"""The benchmark models of `run.py` (issue 12): for each, a netcompiler config and the hand-written TF2 model of the
+same architecture (same parameter names, so weights can be copied and the loss compared), at three sizes:
+
+  quick    tiny, for the CI smoke run
+  default  the issue's architectures scaled down to run in minutes on 2 shared cores
+  full     the issue's sizes (Transformer 12 x d512 = 38M parameters, BLSTM 6 x 512)
+
+Importing this module imports neither TensorFlow nor PyTorch (the parent process of `run.py` stays light);
+`hand_tf` imports `train_step` (TensorFlow) when called.
+"""
+
+import os
+import re
+import tempfile
+from dataclasses import dataclass
+from typing import Callable, Dict, Optional
+
+from netcompiler.config import Config, load_config
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SIZES = ("quick", "default", "full")
+
+
+@dataclass
+class Batches:
+    """`count` random batches of `size` sequences of `frames` frames (all full length) of `dim` features."""
+    count: int
+    size: int
+    frames: int
+    dim: int
+    classes: int
+
+
+@dataclass
+class Model:
+    """One benchmark model at one size: its config, its hand-written TF2 model, its batches."""
+    name: str
+    description: str
+    config: Callable[[], Config]
+    hand_tf: Callable[[], object]
+    batches: Batches
+    torch: bool = False  # a hand-written PyTorch reference exists (hand_torch.py)
+    settings: Optional[dict] = None  # the sizes, for hand_torch.py
+
+
+def _batches(size, dim, classes, quick=(1, 4, 50), default=(2, 16, 200), full=(3, 16, 200)):
+    return Batches(*{"quick": quick, "default": default, "full": full}[size], dim, classes)
+
+
+def _train_step(name):
+    """A helper of benchmarks/train_step.py, imported when first needed (it imports TensorFlow)."""
+    import train_step
+
+    return getattr(train_step, name)
+
+
+# --- 12AX ---------------------------------------------------------------------------------------------------------
+def hand_12ax():
+    """configs/demo-12ax-lstm.py by hand: an LSTM (n=10; x W + b for all frames, then tf.scan) and the softmax."""
+    import tensorflow as tf
+    from train_step import HandModel, glorot, scan_lstm
+
+    class Hand12AX(HandModel):
+        def __init__(self, n=10, in_dim=9, classes=2):
+            super().__init__()
+            self.dropout = 0.0
+            spec = {"lstm/W": [in_dim, 4 * n], "lstm/W_re": [n, 4 * n], "lstm/b": [4 * n],
+                    "output/W": [n, classes], "output/b": [classes]}
+            self.v = {k: tf.Variable(glorot(s) if len(s) > 1 else tf.zeros(s), name=k.replace("/", "_"))
+                      for k, s in spec.items()}
+
+        def load(self, params):
+            params = {name.replace("/rec/", "/"): value for name, value in params.items()}
+            for name, var in self.v.items():
+                var.assign(params[name])
+
+        def logits(self, x, lengths, training):
+            v = self.v
+            h = scan_lstm(tf.transpose(x, [1, 0, 2]), v["lstm/W"], v["lstm/W_re"], v["lstm/b"])
+            return tf.transpose(tf.tensordot(h, v["output/W"], 1) + v["output/b"], [1, 0, 2])
+
+    return Hand12AX()
+
+
+def model_12ax(size):
+    return Model("12ax", "configs/demo-12ax-lstm.py as shipped (LSTM 10, no dropout)",
+                 lambda: load_config(os.path.join(ROOT, "configs", "demo-12ax-lstm.py")), hand_12ax,
+                 _batches(size, 9, 2))
+
+
+# --- conv front-end and BLSTM (train_step.py's asr-conv-blstm models) -----------------------------------------------
+def model_conv(size):
+    return Model("conv", "asr-conv-blstm.py's conv front-end (2 conv 3x3 + max-pool) -> 1000-class softmax",
+                 lambda: _train_step("blstm_config")(layers=0),
+                 lambda: _train_step("HandBLSTM")("scan", layers=0), _batches(size, 40, 1000))
+
+
+BLSTM_SIZES = {"quick": (1, 32), "default": (2, 128), "full": (6, 512)}
+
+
+def model_blstm(size):
+    layers, n = BLSTM_SIZES[size]
+    return Model("blstm", f"asr-conv-blstm.py with {layers} BLSTM layers x {n} (hand: projection + tf.scan)",
+                 lambda: _train_step("blstm_config")(n, layers),
+                 lambda: _train_step("HandBLSTM")("scan", n, layers=layers),
+                 _batches(size, 40, 1000, default=(1, 16, 200)))
+
+
+# --- deep linear chain --------------------------------------------------------------------------------------------
+LINEAR_WIDTH = {"quick": 32, "default": 128, "full": 256}
+
+
+def linear_config(layers, width, dim=40, classes=100, dropout=0.1):
+    """A chain of `layers` `linear` layers (ReLU, `width` units, dropout on the input) and a softmax, Adam."""
+    network = {f"l{i}": {"class": "linear", "n_out": width, "activation": "relu", "dropout": dropout,
+                         "from": f"l{i - 1}" if i > 1 else "data"} for i in range(1, layers + 1)}
+    network["output"] = {"class": "softmax", "n_out": classes, "loss": "ce", "target": "classes",
+                         "from": f"l{layers}"}
+    return Config({"extern_data": {"data": {"dim": dim}, "classes": {"dim": classes, "sparse": True}},
+                   "network": network, "optimizer": {"class": "adam"}, "learning_rate": 0.001})
+
+
+def hand_linear(layers, width, dim=40, classes=100, dropout=0.1):
+    """The chain by hand: `x @ W + b`, ReLU, dropout on each layer's input, as the config."""
+    import tensorflow as tf
+    from train_step import HandModel, glorot
+
+    class HandLinear(HandModel):
+        def __init__(self):
+            super().__init__()
+            self.dropout, self.layers = dropout, layers
+            spec = {"output/W": [width, classes], "output/b": [classes]}
+            for i in range(1, layers + 1):
+                spec.update({f"l{i}/W": [width if i > 1 else dim, width], f"l{i}/b": [width]})
+            self.v = {k: tf.Variable(glorot(s) if len(s) > 1 else tf.zeros(s), name=k.replace("/", "_"))
+                      for k, s in spec.items()}
+
+        def load(self, params):
+            for name, var in self.v.items():
+                var.assign(params[name])
+
+        def logits(self, x, lengths, training):
+            h = x
+            for i in range(1, self.layers + 1):
+                h = tf.nn.relu(self.drop(h, training) @ self.v[f"l{i}/W"] + self.v[f"l{i}/b"])
+            return h @ self.v["output/W"] + self.v["output/b"]
+
+    return HandLinear()
+
+
+def model_linear(size, layers, width=None):
+    if size == "quick":
+        layers //= 10
+    width = width or LINEAR_WIDTH[size]
+    return Model(f"linear-{layers}", f"{layers} linear layers x {width}, ReLU, dropout 0.1, 100-class softmax",
+                 lambda: linear_config(layers, width), lambda: hand_linear(layers, width), _batches(size, 40, 100),
+                 torch=True, settings={"layers": layers, "width": width, "dim": 40, "classes": 100})
+
+
+# --- Transformer --------------------------------------------------------------------------------------------------
+TRANSFORMER_SIZES = {"quick": (2, 32, 2, 64), "default": (12, 128, 4, 512), "full": (12, 512, 8, 2048)}
+
+
+def transformer_config(blocks, d, heads, ff):
+    """configs/transformer-enc.py with `blocks` blocks of d_model `d`, `heads` heads, FF `ff` (the file's
+    `_block` function, so the architecture stays the shipped one)."""
+    with open(os.path.join(ROOT, "configs", "transformer-enc.py")) as f:
+        source = f.read()
+    chain = ("**{k: v for i in range(1, _blocks + 1)\n       for k, v in _block(i, f\"block{i - 1}\" if i > 1 else "
+             "\"input_drop\").items()},\n")
+    for old, new in ((r"_d_model = 256", f"_d_model = {d}"), (r"_heads = 4", f"_heads = {heads}"),
+                     (r"_d_ff = 1024", f"_d_ff = {ff}\n_blocks = {blocks}"),
+                     (r'    \*\*_block\(1, "input_drop"\),\n    \*\*_block\(2, "block1"\),\n', "    " + chain),
+                     (r'"from": "block2"', f'"from": "block{blocks}"')):
+        source, count = re.subn(old, lambda m: new, source)
+        assert count == 1, f"configs/transformer-enc.py changed: {old!r} not found once"
+    with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
+        f.write(source)
+    try:
+        return load_config(f.name)
+    finally:
+        os.unlink(f.name)
+
+
+def model_transformer(size):
+    blocks, d, heads, ff = TRANSFORMER_SIZES[size]
+    return Model("transformer", f"transformer-enc.py with {blocks} pre-norm blocks, d {d}, {heads} heads, FF {ff}",
+                 lambda: transformer_config(blocks, d, heads, ff),
+                 lambda: _train_step("HandTransformer")(blocks, d, heads, ff),
+                 _batches(size, 80, 500), torch=True,
+                 settings={"blocks": blocks, "d": d, "heads": heads, "ff": ff, "dim": 80, "classes": 500})
+
+
+SCALING_WIDTH = 64  # the --scaling chain: narrow, so the graph's size (not the math) is what is measured
+
+MODELS: Dict[str, Callable[[str], Model]] = {
+    "12ax": model_12ax, "conv": model_conv, "linear-100": lambda size: model_linear(size, 100),
+    "linear-400": lambda size: model_linear(size, 400), "transformer": model_transformer, "blstm": model_blstm}
+
+
+def get_model(name: str, size: str) -> Model:
+    """The model `name` at `size`; "linear-N" for any N (the --scaling chain)."""
+    if name in MODELS:
+        return MODELS[name](size)
+    if re.fullmatch(r"linear-\d+", name):
+        return model_linear("default", int(name.split("-")[1]), width=SCALING_WIDTH)
+    raise SystemExit(f"unknown model {name!r} (known: {', '.join(MODELS)}, or linear-N)")

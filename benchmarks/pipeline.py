@@ -1,0 +1,84 @@
+"""Input-pipeline speed (issue 12, goal 6), measured in a child process of `run.py`: one epoch of a dataset batched
+and fed through compile-net's `tf.data` pipeline (`feeding.tf_batches`, what `Trainer.batches` gives the epoch
+loop), with the train step replaced by a no-op. run.py compares the frames per CPU-second with what the train step
+consumes (netcompiler's TF step of the model that trains on such data).
+
+* 12ax: the demo's training data (configs/demo-12ax-lstm.py: Task12AXDataset of 1000 sequences of 10..99 frames,
+  generated while batching) with the demo's batching (batch_size 5000, max_seqs 10).
+* hdf: an HDF file written by netcompiler's HDF writer into a temporary folder (random 40-dim features and
+  1000-class targets, 200-frame sequences, as the conv front-end reads), HDFDataset, batches of 16 x 200 frames.
+
+The first epoch (tf.data set-up, file opening) is not timed; the second is.
+"""
+
+import os
+import tempfile
+import time
+
+import numpy as np
+
+from measure import RESULT_MARK, status_mb
+
+HDF_SEQS = {"quick": 64, "default": 400, "full": 800}
+
+
+def write_hdf_corpus(path, seqs, frames=200, dim=40, classes=1000):
+    from netcompiler.hdf_format.writing import write_hdf
+
+    rng = np.random.RandomState(0)
+    write_hdf(path, [{"data": rng.randn(frames, dim).astype(np.float32),
+                      "classes": rng.randint(0, classes, frames).astype(np.int32)} for _ in range(seqs)],
+              dims={"classes": classes})
+
+
+def dataset_and_config(name, size, folder):
+    """(dataset, config, batch settings) of the pipeline `name`."""
+    from netcompiler.config import load_config
+    from netcompiler.engine.batching import parse_batching
+    from netcompiler.engine.datasets import make_dataset
+    from models import ROOT, get_model
+
+    if name == "12ax":
+        config = load_config(os.path.join(ROOT, "configs", "demo-12ax-lstm.py"))
+        opts, batch_size, max_seqs = config.values["train"], config.values["batch_size"], config.values["max_seqs"]
+        description = "Task12AXDataset, 1000 seqs, the demo's batching"
+    else:
+        config = get_model("conv", size).config()
+        path = os.path.join(folder, "train.hdf")
+        write_hdf_corpus(path, HDF_SEQS[size])
+        opts, batch_size, max_seqs = {"class": "HDFDataset", "files": [path]}, 16 * 200, 16
+        description = f"HDFDataset, {HDF_SEQS[size]} seqs x 200 frames, 16 x 200-frame batches"
+    settings = parse_batching(batch_size=batch_size, max_seqs=max_seqs)
+    return make_dataset(opts, "train"), config, settings, description
+
+
+def epoch(feed):
+    """(batches, frames) of one pass over the feed, doing nothing with the batches."""
+    batches = frames = 0
+    for _inputs, lengths in feed:
+        batches += 1
+        frames += int(np.sum(lengths["data"]))
+    return batches, frames
+
+
+def pipeline_main(name, size):
+    from netcompiler.builtin import load_builtin_layers
+    from netcompiler.emit.model import CompiledNetwork
+    from netcompiler.engine.feeding import tf_batches
+    from netcompiler.network import build_network
+
+    load_builtin_layers()
+    with tempfile.TemporaryDirectory() as folder:
+        dataset, config, settings, description = dataset_and_config(name, size, folder)
+        model = CompiledNetwork(build_network(config))
+        feed = tf_batches(dataset, model.input_signature(keys=model.input_keys()), settings)
+        dataset.init_epoch(1)
+        epoch(feed)
+        dataset.init_epoch(2)
+        wall, cpu = time.perf_counter(), time.process_time()
+        batches, frames = epoch(feed)
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    result = {"description": description, "batches": batches, "frames": frames, "batches_per_s": batches / wall,
+              "frames_per_s": frames / wall, "frames_per_cpu_s": frames / cpu, "peak_mb": status_mb("VmHWM")}
+    print(RESULT_MARK + __import__("json").dumps(result), flush=True)
+    os._exit(0)

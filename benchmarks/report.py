@@ -1,0 +1,152 @@
+"""The Markdown report of `run.py`: the ratio table (netcompiler / hand-written, goal and OK/MISSED beside each),
+the build-time growth exponent, the 5000-layer chain and the input pipeline. `render` also says whether a goal was
+missed and whether a measurement crashed."""
+
+import math
+
+GOALS = {  # measure: (goal text, test of the ratio)
+    "build": ("<= 1.2", lambda r: r <= 1.2),
+    "throughput": (">= 1.0", lambda r: r >= 1.0),
+    "memory": ("<= 1.1", lambda r: r <= 1.1),
+}
+GROWTH_GOAL = 1.1
+SCALING_GOALS = {"build_wall": 60.0, "peak_mb": 2048.0}
+PIPELINE_GOAL = 5.0
+# the train step that consumes each pipeline's batches (its netcompiler TF frames per CPU-second)
+PIPELINE_CONSUMER = {"12ax": "12ax", "hdf": "conv"}
+
+
+class Verdicts:
+    """Collects OK/MISSED verdicts and crashes while the report is written."""
+
+    def __init__(self):
+        self.missed, self.crashed = [], []
+
+    def judge(self, what, ok):
+        if not ok:
+            self.missed.append(what)
+        return "OK" if ok else "**MISSED**"
+
+
+def ratio_cells(verdicts, label, measure, nc, hand):
+    """`nc / hand` values, the ratio, the goal and the verdict (four cells)."""
+    goal, test = GOALS[measure]
+    if nc is None or hand is None:
+        return ["n/a", "", goal, ""]
+    fmt = "{:.0f}" if max(nc, hand) >= 100 else "{:.2f}"
+    ratio = nc / hand
+    return [f"{fmt.format(nc)} / {fmt.format(hand)}", f"{ratio:.2f}", goal,
+            verdicts.judge(f"{label} {measure}", test(ratio))]
+
+
+def model_rows(verdicts, name, entry):
+    rows = []
+    for backend, nc_side, hand_side in (("TF", "nc-tf", "hand-tf"), ("torch", "nc-torch", "hand-torch")):
+        if nc_side not in entry:
+            continue
+        nc, hand = entry[nc_side], entry[hand_side]
+        failed = [f"{side}: {r['error']}" for side, r in ((nc_side, nc), (hand_side, hand)) if "error" in r]
+        if failed:
+            verdicts.crashed.extend(f"{name} {f}" for f in failed)
+            rows.append([name, backend, "CRASHED"] + [""] * 12)
+            continue
+        if nc["params"] != hand["params"]:
+            verdicts.crashed.append(f"{name} {backend}: parameter counts differ ({nc['params']} vs {hand['params']})")
+        label = f"{name} {backend}"
+        rows.append([name, backend, f"{nc['params']:,}"]
+                    + ratio_cells(verdicts, label, "build", nc["build_cpu"], hand["build_cpu"])
+                    + ratio_cells(verdicts, label, "throughput", nc.get("frames_per_cpu_s"), hand.get("frames_per_cpu_s"))
+                    + ratio_cells(verdicts, label, "memory", nc["peak_mb"], hand["peak_mb"]))
+    return rows
+
+
+def table(header, rows):
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    return lines + ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+
+
+def details(models):
+    """Per side: build wall and CPU, frames per wall-second, RSS after the imports, peak."""
+    rows = []
+    for name, entry in models.items():
+        for side in ("nc-tf", "hand-tf", "nc-torch", "hand-torch"):
+            r = entry.get(side)
+            if r and "error" not in r:
+                rows.append([name, side, f"{r['build_wall']:.2f}", f"{r['build_cpu']:.2f}",
+                             f"{r.get('frames_per_s', 0):.0f}", f"{r.get('frames_per_cpu_s', 0):.0f}",
+                             f"{r['rss_imports_mb']:.0f}", f"{r['peak_mb']:.0f}",
+                             "yes" if r.get("tensorflow_loaded") else "no"])
+    return table(["model", "side", "build wall s", "build CPU s", "frames/s", "frames/CPU-s", "RSS after imports MB",
+                  "peak MB", "TF loaded"], rows)
+
+
+def growth_lines(verdicts, growth):
+    if not growth:
+        return []
+    lines = [f"Build-time growth from {growth['layers'][0]} to {growth['layers'][1]} linear layers "
+             f"(exponent of N; goal for netcompiler <= {GROWTH_GOAL}):"]
+    for side, exp in ((s, e) for s, e in growth.items() if s != "layers"):
+        verdict = f": {verdicts.judge(f'growth {side}', exp['cpu'] <= GROWTH_GOAL)}" if side.startswith("nc") else ""
+        lines.append(f"* {side}: {exp['cpu']:.2f} by CPU time, {exp['wall']:.2f} by wall time{verdict}")
+    return lines
+
+
+def scaling_lines(verdicts, scaling):
+    if scaling is None:
+        return []
+    if "error" in scaling:
+        verdicts.crashed.append(f"scaling: {scaling['error']}")
+        return ["5000-layer chain: CRASHED"]
+    ok_time = verdicts.judge("scaling build", scaling["build_wall"] < SCALING_GOALS["build_wall"])
+    ok_mem = verdicts.judge("scaling memory", scaling["peak_mb"] < SCALING_GOALS["peak_mb"])
+    return [f"5000-layer chain (width 64), netcompiler TF: build to first step {scaling['build_wall']:.1f} s wall "
+            f"({scaling['build_cpu']:.1f} s CPU; goal < 60 s: {ok_time}), peak {scaling['peak_mb']:.0f} MB "
+            f"(goal < 2 GB: {ok_mem})"]
+
+
+def pipeline_lines(verdicts, pipeline, models):
+    if not pipeline:
+        return []
+    rows = []
+    for name, r in pipeline.items():
+        if "error" in r:
+            verdicts.crashed.append(f"pipeline {name}: {r['error']}")
+            rows.append([name, "CRASHED", "", "", "", "", ""])
+            continue
+        consumer = models.get(PIPELINE_CONSUMER[name], {}).get("nc-tf", {})
+        step = consumer.get("frames_per_cpu_s")
+        ratio = r["frames_per_cpu_s"] / step if step else None
+        verdict = verdicts.judge(f"pipeline {name}", ratio >= PIPELINE_GOAL) if ratio else "n/a (model not run)"
+        rows.append([f"{name}: {r['description']}", f"{r['batches_per_s']:.1f}", f"{r['frames_per_s']:.0f}",
+                     f"{r['frames_per_cpu_s']:.0f}",
+                     f"{step:.0f} ({PIPELINE_CONSUMER[name]})" if step else "n/a",
+                     f"{ratio:.1f}" if ratio else "", f">= {PIPELINE_GOAL:.0f}: {verdict}"])
+    return table(["pipeline (train step a no-op)", "batches/s", "frames/s", "frames/CPU-s",
+                  "train step frames/CPU-s (model)", "ratio", "goal"], rows)
+
+
+def render(results):
+    """(Markdown text, missed goals, crashes) of run.py's results."""
+    verdicts = Verdicts()
+    meta = results["meta"]
+    rows = []
+    for name, entry in results["models"].items():
+        rows.extend(model_rows(verdicts, name, entry))
+    header = ["model", "backend", "params", "build CPU s nc / hand", "ratio", "goal", "",
+              "frames/CPU-s nc / hand", "ratio", "goal", "", "peak MB nc / hand", "ratio", "goal", ""]
+    lines = [f"Size {meta['size']}, {meta['reps']} timed passes per side, {meta['rounds']} process(es) per side; "
+             f"{meta['cpus']} CPUs shared with other sessions (load average {meta['load_start']:.1f} at the start, "
+             f"{meta.get('load_end', math.nan):.1f} at the end), {meta['started']}. CPU times are process user+sys "
+             "(all threads): the machine is shared, wall time measures the others too.", ""]
+    lines += table(header, rows) + [""]
+    lines += growth_lines(verdicts, results.get("growth")) + [""]
+    lines += scaling_lines(verdicts, results.get("scaling"))
+    lines += pipeline_lines(verdicts, results.get("pipeline"), results["models"]) + [""]
+    lines += ["Per side:", ""] + details(results["models"]) + [""]
+    checked = [n for n, e in results["models"].items() if e.get("hand-tf", {}).get("agree")]
+    if checked:
+        lines.append(f"Same parameter count, eval loss and gradient norm (weights copied, rel. 1e-3): {', '.join(checked)}")
+    if verdicts.crashed:
+        lines += ["", "CRASHED:"] + [f"* {c}" for c in verdicts.crashed]
+    lines.append(f"\nGoals missed: {len(verdicts.missed)}" + (f" ({', '.join(verdicts.missed)})" if verdicts.missed else ""))
+    return "\n".join(lines), verdicts.missed, verdicts.crashed

@@ -1,0 +1,148 @@
+"""Issue 12's measuring harness: every benchmark model on netcompiler and on hand-written code, each side in a
+process of its own (alternating order), and a Markdown table of the ratios netcompiler / hand-written with the
+goal beside each.
+
+    python benchmarks/run.py                      # default sizes, TF and torch, input pipeline (~15 min on 2 cores)
+    python benchmarks/run.py --quick              # tiny sizes, 1 repetition: CI smoke (< 3 min)
+    python benchmarks/run.py --full               # the issue's sizes (Transformer 38M, BLSTM 6x512): long
+    python benchmarks/run.py --models linear-100,linear-400 --scaling --json out.json
+
+See benchmarks/README.md ("run.py") for the models, the columns and the goals.
+"""
+
+import argparse
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [HERE, os.path.dirname(HERE)]  # the benchmark modules and the netcompiler package of this tree
+
+from models import MODELS, get_model  # noqa: E402
+from measure import RESULT_MARK  # noqa: E402
+import report  # noqa: E402
+
+SCALING_LAYERS = 5000
+
+
+def run_child(what, side, size, reps, log, check=False):
+    """Runs `run.py --child` in a fresh process; its result dict, or {"error": ...} when it failed."""
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=os.pathsep.join(
+        [HERE, os.path.dirname(HERE), os.environ.get("PYTHONPATH", "")]))
+    cmd = [sys.executable, os.path.abspath(__file__), "--child", what, side, size, str(reps)] + ["--check"] * check
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    lines = [line for line in proc.stdout.splitlines() if line.startswith(RESULT_MARK)]
+    if proc.returncode or not lines:
+        tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-6:])
+        result = {"error": f"exit {proc.returncode}: {tail}"}
+    else:
+        result = json.loads(lines[-1][len(RESULT_MARK):])
+    print(f"  {what:<12} {side:<10} {time.perf_counter() - start:6.1f} s  "
+          f"{'ERROR ' + result['error'].splitlines()[-1] if 'error' in result else ''}", file=log, flush=True)
+    return result
+
+
+def merge(results):
+    """The median of every number over the rounds of one side (the first error, if any)."""
+    errors = [r for r in results if "error" in r]
+    if errors:
+        return errors[0]
+    number = lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)  # noqa: E731
+    values = {k: [r[k] for r in results if k in r] for k in results[0]}
+    return {k: statistics.median(vs) if number(vs[0]) and len(set(vs)) > 1 else vs[0] for k, vs in values.items()}
+
+
+def benchmark_models(names, args, size, log):
+    results = {}
+    for i, name in enumerate(names):
+        model = get_model(name, size)
+        print(f"{name}: {model.description}", file=log, flush=True)
+        entry = results[name] = {"description": model.description}
+        pairs = [("nc-tf", "hand-tf")] + ([("nc-torch", "hand-torch")] if model.torch and not args.no_torch else [])
+        for pair in pairs:
+            rounds = {side: [] for side in pair}
+            for r in range(args.rounds):
+                for side in (pair if (i + r) % 2 == 0 else pair[::-1]):  # alternate which side goes first
+                    rounds[side].append(run_child(name, side, size, args.reps, log, check=not args.no_check and r == 0))
+            entry.update({side: merge(rs) for side, rs in rounds.items()})
+    return results
+
+
+def growth(results):
+    """Exponent of netcompiler's (and the hand-written code's) build time from linear-100 to linear-400."""
+    if "linear-100" not in results or "linear-400" not in results:
+        return None
+    small, big = results["linear-100"], results["linear-400"]
+    layers = [int(r["description"].split()[0]) for r in (small, big)]
+    out = {"layers": layers}
+    for side in ("nc-tf", "hand-tf", "nc-torch", "hand-torch"):
+        if all(side in r and "error" not in r[side] for r in (small, big)):
+            out[side] = {kind: math.log(big[side][f"build_{kind}"] / small[side][f"build_{kind}"])
+                         / math.log(layers[1] / layers[0]) for kind in ("cpu", "wall")}
+    return out
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    size_group = parser.add_mutually_exclusive_group()
+    size_group.add_argument("--quick", action="store_true", help="tiny sizes, 1 repetition (CI smoke, < 3 min)")
+    size_group.add_argument("--full", action="store_true", help="the issue's sizes (38M Transformer, BLSTM 6x512)")
+    parser.add_argument("--models", default=",".join(MODELS), help=f"comma-separated (default: {','.join(MODELS)})")
+    parser.add_argument("--reps", type=int, default=None, help="timed passes per side (default 3; quick 1)")
+    parser.add_argument("--rounds", type=int, default=1, help="processes per side, alternating order (default 1)")
+    parser.add_argument("--scaling", action="store_true",
+                        help=f"also build a {SCALING_LAYERS}-layer chain (goal < 60 s, < 2 GB)")
+    parser.add_argument("--no-torch", action="store_true", help="skip the PyTorch sides")
+    parser.add_argument("--no-check", action="store_true", help="skip the weights-copied loss/gradient check")
+    parser.add_argument("--no-pipeline", action="store_true", help="skip the input-pipeline measurement")
+    parser.add_argument("--json", metavar="FILE", help="also write all results to FILE")
+    parser.add_argument("--check", action="store_true", help=argparse.SUPPRESS)  # a child: compare the models too
+    parser.add_argument("--child", nargs=4, metavar=("MODEL", "SIDE", "SIZE", "REPS"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        return child(*args.child, args.check)
+    size = "quick" if args.quick else "full" if args.full else "default"
+    args.reps = args.reps or (1 if args.quick else 3)
+    names = [n for n in args.models.split(",") if n]
+    for name in names:
+        get_model(name, size)  # an unknown name stops here, before any measurement
+    log = sys.stderr
+    start, load = time.time(), os.getloadavg()[0]
+    print(f"benchmarks/run.py: size {size}, {args.reps} timed passes, {args.rounds} process(es) per side; "
+          f"{os.cpu_count()} CPUs, load average {load:.1f}", file=log, flush=True)
+    results = {"meta": {"size": size, "reps": args.reps, "rounds": args.rounds, "cpus": os.cpu_count(),
+                        "load_start": load, "started": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(start))},
+               "models": benchmark_models(names, args, size, log)}
+    results["growth"] = growth(results["models"])
+    if args.scaling:
+        results["scaling"] = run_child(f"linear-{SCALING_LAYERS}", "nc-tf", size, 0, log)
+    if not args.no_pipeline:
+        results["pipeline"] = {name: run_child(f"pipeline:{name}", "nc-tf", size, 0, log) for name in ("12ax", "hdf")}
+    results["meta"].update(load_end=os.getloadavg()[0], seconds=time.time() - start)
+    text, missed, crashed = report.render(results)
+    print(text)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=1)
+    if crashed:
+        return 2
+    return 1 if missed and not args.quick else 0
+
+
+def child(what, side, size, reps, check):
+    from measure import child_main
+
+    if what.startswith("pipeline:"):
+        from pipeline import pipeline_main
+
+        return pipeline_main(what.split(":", 1)[1], size)
+    return child_main(get_model(what, size), side, int(reps), check)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
