@@ -29,6 +29,11 @@ OUT = os.path.join(os.path.dirname(__file__), "..", "tests", "fixtures", "return
 CLASS_LENGTHS = [3, 7, 1, 12, 5, 9, 2, 6, 11, 4, 8, 10]
 DATA_LENGTHS = [4 * n for n in CLASS_LENGTHS]
 SAME_LENGTHS = [5, 9, 2, 14, 7, 3, 11, 6, 1, 8, 13, 4]  # "data" and "classes" equally long
+# kinds of lengths: name -> (data lengths, classes lengths); "one": a label per sequence (classes of length 1)
+KINDS = {"same": (SAME_LENGTHS, SAME_LENGTHS), "x4": (DATA_LENGTHS, CLASS_LENGTHS),
+         "one": (SAME_LENGTHS, [1] * len(SAME_LENGTHS))}
+# with "extra" in a case's settings, the sequences also have a key "extra" of 2 * data + 1 frames that the
+# network does not read (not among RETURNN's used_data_keys)
 
 CASES = [
     # name, lengths ("same" or "x4"), settings
@@ -50,23 +55,26 @@ CASES = [
                                                                      {"data": 8, "classes": 2}))),
     ("dict_chunking_max_seq_length", "x4", dict(batch_size=50, max_seq_length={"classes": 3},
                                                 chunking=({"data": 16, "classes": 4}, {"data": 16, "classes": 4}))),
+    ("unused_key_counts_without_chunking", "same", dict(batch_size=30, extra=True)),
+    ("unused_key_ignored_when_chunking", "x4", dict(batch_size={"data": 40, "classes": 10}, extra=True,
+                                                    chunking=({"data": 16, "classes": 4}, {"data": 8, "classes": 2}))),
+    ("label_per_sequence_chunking", "one", dict(batch_size=20, chunking=(5, 3))),
 ]
-
-
-def lengths_of(kind: str):
-    if kind == "same":
-        return list(SAME_LENGTHS), list(SAME_LENGTHS)
-    return list(DATA_LENGTHS), list(CLASS_LENGTHS)
 
 
 def returnn_batches(kind: str, settings: dict):
     from returnn.datasets.generating import StaticDataset
 
-    data_lengths, class_lengths = lengths_of(kind)
+    data_lengths, class_lengths = KINDS[kind]
     seqs = [{"data": np.zeros((n, 2), dtype="float32"), "classes": np.zeros((m,), dtype="int32")}
             for n, m in zip(data_lengths, class_lengths)]
+    dims = {"data": (2, 2), "classes": (5, 1)}
+    if settings.get("extra"):
+        for seq in seqs:
+            seq["extra"] = np.zeros((2 * len(seq["data"]) + 1, 1), dtype="float32")
+        dims["extra"] = (1, 2)
     kwargs = {"chunking": settings["chunking"]} if "chunking" in settings else {}
-    dataset = StaticDataset(data=seqs, output_dim={"data": (2, 2), "classes": (5, 1)}, **kwargs)
+    dataset = StaticDataset(data=seqs, output_dim=dims, **kwargs)
     dataset.initialize()
     dataset.init_seq_order(epoch=1)
     generator = dataset.generate_batches(
@@ -90,8 +98,8 @@ def main() -> None:
         cases.append({"name": name, "lengths": kind, "settings": settings, "batches": returnn_batches(kind, settings)})
         print(name, len(cases[-1]["batches"]), "batches", file=sys.stderr)
     record = {"recorded_with": {"returnn": returnn.__version__},
-              "data_lengths": {"same": SAME_LENGTHS, "x4": DATA_LENGTHS},
-              "class_lengths": {"same": SAME_LENGTHS, "x4": CLASS_LENGTHS}, "cases": cases}
+              "data_lengths": {k: v[0] for k, v in KINDS.items()},
+              "class_lengths": {k: v[1] for k, v in KINDS.items()}, "cases": cases}
     with open(OUT, "w") as f:
         json.dump(record, f, indent=1)
         f.write("\n")

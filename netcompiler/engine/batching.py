@@ -10,7 +10,11 @@
 * `max_seq_length` drops sequences (or chunks) longer than the limit: an int
   for all keys, a dict per key, or a negative int -n meaning {"classes": n}.
 * `chunking` cuts sequences into chunks of `size` frames every `step` frames
-  before batching (the last chunk of a sequence may be shorter), per data key.
+  before batching (the last chunk of a sequence may be shorter), per data key;
+  only the keys the network reads are cut and counted, as RETURNN does. A key
+  of length <= 1 (a label per sequence) is repeated in every chunk; RETURNN
+  means to do the same but stops after the first chunk of such a sequence
+  (a deliberate difference: netcompiler keeps all chunks).
 
 No TensorFlow here: batches are numpy arrays, padded with zeros.
 """
@@ -19,7 +23,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
-from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple, Union
+from typing import Any, Collection, Dict, Iterator, List, Mapping, Optional, Tuple, Union
 
 import numpy as np
 
@@ -244,12 +248,14 @@ class _Piece:
         return {key: end - start for key, (start, end) in self.spans.items()}
 
 
-def _pieces(dataset, chunking: Optional[Chunking]) -> Iterator[_Piece]:
+def _pieces(dataset, chunking: Optional[Chunking], keys: Optional[Collection[str]]) -> Iterator[_Piece]:
     for index in range(dataset.num_seqs()):
         lengths = dataset.seq_length(index)
         if chunking is None:
             yield _Piece(index, {key: (0, length) for key, length in lengths.items()})
             continue
+        if keys is not None:  # RETURNN chunks (and then counts) only the keys the network reads
+            lengths = {key: length for key, length in lengths.items() if key in keys}
         for spans in chunk_spans(lengths, chunking, tag=_LazyTag(dataset, index)):
             yield _Piece(index, spans)
 
@@ -351,16 +357,21 @@ def parse_batching(*, batch_size: Any, max_seqs: Any, chunking: Any = None, max_
                          parse_chunking(chunking), parse_max_seq_length(max_seq_length))
 
 
-def iterate_batches(dataset, settings: BatchSettings) -> Iterator[Batch]:
+def iterate_batches(dataset, settings: BatchSettings, keys: Optional[Collection[str]] = None) -> Iterator[Batch]:
     """The batches of the dataset's current epoch (call `dataset.init_epoch` first), in order.
 
     Sequences keep the epoch's order; a batch is closed as soon as the next
     sequence (or chunk) would make it exceed `batch_size` padded frames for
     some key, or `max_seqs` sequences. See the module docstring for the options.
+    With `keys` (the data keys the network reads; None: all), batches hold only
+    those keys, and chunking cuts and counts only those (RETURNN's
+    used_data_keys); whole sequences are counted with all the dataset's keys.
     """
     spec = dataset.data_spec()
+    if keys is not None:
+        spec = {key: key_spec for key, key_spec in spec.items() if key in keys}
     plan = _BatchPlan(settings.batch_size, settings.max_seqs)
-    for piece in _pieces(dataset, settings.chunking):
+    for piece in _pieces(dataset, settings.chunking, keys):
         lengths = piece.lengths()
         if _too_long(lengths, settings.max_seq_length):
             continue

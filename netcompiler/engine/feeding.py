@@ -13,7 +13,7 @@ from .batching import BatchSettings, iterate_batches
 def batch_stream(dataset, keys: Iterable[str], settings: BatchSettings):
     """Python generator of (inputs, lengths) dicts for the dataset's current epoch, restricted to `keys`."""
     keys = list(keys)
-    for batch in iterate_batches(dataset, settings):
+    for batch in iterate_batches(dataset, settings, keys):
         yield {key: batch.data[key] for key in keys}, {key: batch.lengths[key] for key in keys if key in batch.lengths}
 
 
