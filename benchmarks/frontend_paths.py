@@ -21,7 +21,7 @@ torch side runs with torch's default thread count and with 1 thread ("... 1T").
 See benchmarks/README.md ("frontend_paths.py") for what is measured and how to read it.
 """
 
-import argparse, math, os, re, statistics, sys, tempfile, time  # noqa: E401
+import argparse, math, os, statistics, sys, time  # noqa: E401
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import numpy as np  # noqa: E402
@@ -38,6 +38,7 @@ from netcompiler.engine.optimizers import make_optimizer  # noqa: E402
 from netcompiler.engine.torch_optimizers import make_torch_optimizer  # noqa: E402
 from netcompiler.engine.torch_trainer import TorchTrainer  # noqa: E402
 from netcompiler.network import build_network  # noqa: E402
+from models import edited_config  # noqa: E402
 from train_step import ROOT, glorot, netcompiler_side, random_batches  # noqa: E402
 
 DEFAULT_THREADS = torch.get_num_threads()
@@ -60,20 +61,10 @@ def network_config(model_name):
                    "output": {"class": "softmax", "n_out": 2, "loss": "ce", "target": "classes", "from": "layer2"}}
         return Config({"extern_data": extern, "network": network, "optimizer": {"class": "adam"},
                        "learning_rate": 0.01})
-    with open(os.path.join(ROOT, "configs", "transformer-enc.py")) as f:
-        source = f.read()
-    for old, new in ((r"_d_model = 256", "_d_model = 32"), (r"_heads = 4", "_heads = 2"), (r"_d_ff = 1024", "_d_ff = 64"),
-                     (r'"with_bias": False', '"with_bias": True'), (r'"n_out": 500', '"n_out": 2'),
-                     (r', "loss_opts": \{"label_smoothing": 0.1\}', ""),
-                     (r'extern_data = .*', f"extern_data = {extern!r}")):
-        source, count = re.subn(old, new, source)
-        assert count, f"configs/transformer-enc.py changed: {old!r} not found"
-    with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
-        f.write(source)
-    try:
-        return load_config(f.name)
-    finally:
-        os.unlink(f.name)
+    return edited_config("transformer-enc.py", (
+        (r"_d_model = 256", "_d_model = 32"), (r"_heads = 4", "_heads = 2"), (r"_d_ff = 1024", "_d_ff = 64"),
+        (r'"with_bias": False', '"with_bias": True'), (r'"n_out": 500', '"n_out": 2'),
+        (r', "loss_opts": \{"label_smoothing": 0.1\}', ""), (r'extern_data = .*', f"extern_data = {extern!r}")))
 
 
 # --- hand-written PyTorch --------------------------------------------------------------------------------------

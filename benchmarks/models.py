@@ -161,25 +161,32 @@ def model_linear(size, layers, width=None):
 TRANSFORMER_SIZES = {"quick": (2, 32, 2, 64), "default": (12, 128, 4, 512), "full": (12, 512, 8, 2048)}
 
 
-def transformer_config(blocks, d, heads, ff):
-    """configs/transformer-enc.py with `blocks` blocks of d_model `d`, `heads` heads, FF `ff` (the file's
-    `_block` function, so the architecture stays the shipped one)."""
-    with open(os.path.join(ROOT, "configs", "transformer-enc.py")) as f:
+def edited_config(name, substitutions):
+    """configs/`name` loaded after the regex `substitutions` ((pattern, replacement) pairs, each must match) were
+    made in its source: a shipped config at other sizes, its architecture kept."""
+    with open(os.path.join(ROOT, "configs", name)) as f:
         source = f.read()
-    chain = ("**{k: v for i in range(1, _blocks + 1)\n       for k, v in _block(i, f\"block{i - 1}\" if i > 1 else "
-             "\"input_drop\").items()},\n")
-    for old, new in ((r"_d_model = 256", f"_d_model = {d}"), (r"_heads = 4", f"_heads = {heads}"),
-                     (r"_d_ff = 1024", f"_d_ff = {ff}\n_blocks = {blocks}"),
-                     (r'    \*\*_block\(1, "input_drop"\),\n    \*\*_block\(2, "block1"\),\n', "    " + chain),
-                     (r'"from": "block2"', f'"from": "block{blocks}"')):
+    for old, new in substitutions:
         source, count = re.subn(old, lambda m: new, source)
-        assert count == 1, f"configs/transformer-enc.py changed: {old!r} not found once"
+        assert count, f"configs/{name} changed: {old!r} not found"
     with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
         f.write(source)
     try:
         return load_config(f.name)
     finally:
         os.unlink(f.name)
+
+
+def transformer_config(blocks, d, heads, ff):
+    """configs/transformer-enc.py with `blocks` blocks of d_model `d`, `heads` heads, FF `ff` (the file's
+    `_block` function, so the architecture stays the shipped one)."""
+    chain = ("**{k: v for i in range(1, _blocks + 1)\n       for k, v in _block(i, f\"block{i - 1}\" if i > 1 else "
+             "\"input_drop\").items()},\n")
+    return edited_config("transformer-enc.py", (
+        (r"_d_model = 256", f"_d_model = {d}"), (r"_heads = 4", f"_heads = {heads}"),
+        (r"_d_ff = 1024", f"_d_ff = {ff}\n_blocks = {blocks}"),
+        (r'    \*\*_block\(1, "input_drop"\),\n    \*\*_block\(2, "block1"\),\n', "    " + chain),
+        (r'"from": "block2"', f'"from": "block{blocks}"')))
 
 
 def model_transformer(size):
