@@ -11,6 +11,7 @@ See benchmarks/README.md ("run.py") for the models, the columns and the goals.
 """
 
 import argparse
+import importlib.util
 import json
 import math
 import os
@@ -63,7 +64,8 @@ def benchmark_models(names, args, size, log):
         model = get_model(name, size)
         print(f"{name}: {model.description}", file=log, flush=True)
         entry = results[name] = {"description": model.description}
-        pairs = [("nc-tf", "hand-tf")] + ([("nc-torch", "hand-torch")] if model.torch and not args.no_torch else [])
+        with_torch = model.torch and not args.no_torch and importlib.util.find_spec("torch") is not None
+        pairs = [("nc-tf", "hand-tf")] + ([("nc-torch", "hand-torch")] if with_torch else [])
         for pair in pairs:
             rounds = {side: [] for side in pair}
             for r in range(args.rounds):
@@ -97,7 +99,7 @@ def main():
     parser.add_argument("--rounds", type=int, default=1, help="processes per side, alternating order (default 1)")
     parser.add_argument("--scaling", action="store_true",
                         help=f"also build a {SCALING_LAYERS}-layer chain (goal < 60 s, < 2 GB)")
-    parser.add_argument("--no-torch", action="store_true", help="skip the PyTorch sides")
+    parser.add_argument("--no-torch", action="store_true", help="skip the PyTorch sides (skipped too without torch)")
     parser.add_argument("--no-check", action="store_true", help="skip the weights-copied loss/gradient check")
     parser.add_argument("--no-pipeline", action="store_true", help="skip the input-pipeline measurement")
     parser.add_argument("--json", metavar="FILE", help="also write all results to FILE")
