@@ -115,6 +115,20 @@ def test_get_network_with_subset_copy_and_epoch_config(tmp_path, backend):
     np.testing.assert_array_equal(second["output/W"][:4], first["output/W"])
     rates = json.loads((tmp_path / "model.learning_rates.json").read_text())["epochs"]
     assert [rates[e]["learning_rate"] for e in ("1", "2")] == [0.05, 0.0]  # epoch 2's '#config'
+    # epoch 2's batch_size 500 (instead of 2000, max_seqs 10) makes more updates; the count goes on
+    steps_1, steps_2 = (step_count(checkpoint(tmp_path, e, backend), backend) for e in (1, 2))
+    assert steps_2 - steps_1 > steps_1 > 0, (steps_1, steps_2)
+
+
+def step_count(path, backend):
+    """The trainer's update count saved in a checkpoint."""
+    if backend == "torch":
+        import torch
+
+        return int(torch.load(path, map_location="cpu", weights_only=True)["step"]["step_count"])
+    import tensorflow as tf
+
+    return int(tf.train.load_checkpoint(path).get_tensor("step/.ATTRIBUTES/VARIABLE_VALUE"))
 
 
 def test_dump_net_shows_the_network_of_an_epoch(tmp_path, capsys):
