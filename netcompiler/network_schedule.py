@@ -15,7 +15,9 @@ A network dict of an epoch may hold `#` entries: `#config` (settings for that ep
 `#copy_param_mode` (how the parameters of the previous epoch's network are carried over into this one:
 "ifpossible" (by name, where the shape matches; the default), "subset" (a parameter whose shape grew gets the old
 values in its leading part), "reset" (nothing is carried over)) and, in pretraining, `#repetition` (epochs of that
-step).
+step). A value of a network dict may be `WrapEpochValue(func)` (RETURNN's `returnn.pretrain.WrapEpochValue`):
+each pretraining epoch's dict has `func(epoch=N)` there; epochs after pretraining the value of the last
+pretraining epoch, as in RETURNN; a get_network dict has the value of its own epoch.
 """
 
 from __future__ import annotations
@@ -33,6 +35,28 @@ _OLD_KEYS = {"pretrain_repetitions": "repetitions", "pretrain_construction_algo"
              "pretrain_copy_output_layer": "copy_output_layer", "pretrain_greedy": "greedy"}
 SCHEDULE_KEYS = ("pretrain", "get_network")
 """The config keys that make the network change per epoch."""
+
+
+class WrapEpochValue:
+    """A value in a network dict that depends on the epoch: `func(epoch=N)` (see the module docstring)."""
+
+    def __init__(self, func: Callable[..., Any]):
+        self.func = func
+
+    def get_value(self, epoch: int) -> Any:
+        return self.func(epoch=epoch)
+
+
+def resolve_epoch_values(value: Any, epoch: int) -> Any:
+    """`value` (a network dict, a layer's options, ...) with each WrapEpochValue replaced by its value for `epoch`."""
+    if isinstance(value, WrapEpochValue):
+        return value.get_value(epoch)
+    if isinstance(value, dict):
+        return {key: resolve_epoch_values(item, epoch) for key, item in value.items()}
+    if isinstance(value, (list, tuple)) and any(isinstance(item, (WrapEpochValue, dict, list, tuple))
+                                                 for item in value):
+        return type(value)(resolve_epoch_values(item, epoch) for item in value)
+    return value
 
 
 class EpochNetwork(NamedTuple):
@@ -132,7 +156,8 @@ class NetworkSchedule:
         self.output_layers = _names(options.get("output_layers", ("output",)), "output_layers")
         steps = pretrain_steps(self.network, options.get("construction_algo", "from_output"), self.output_layers,
                                _names(options.get("input_layers", ("data",)), "input_layers"))
-        self.pretrain_epochs = expand_repetitions(steps, options.get("repetitions"))
+        self.pretrain_epochs = [resolve_epoch_values(net, epoch) for epoch, net in
+                                enumerate(expand_repetitions(steps, options.get("repetitions")), start=1)]
 
     # --- queries -------------------------------------------------------------------------
     @property
@@ -155,8 +180,8 @@ class NetworkSchedule:
                 raise ConfigError(f"get_network(epoch={epoch}) returned {type(net).__name__}, not a network dict",
                                   subject="config key 'get_network'",
                                   suggestion="return a dict of layer name -> layer options")
-            return net
-        return self.network
+            return resolve_epoch_values(net, epoch)
+        return resolve_epoch_values(self.network, self.num_pretrain_epochs or epoch)
 
     def for_epoch(self, epoch: int) -> EpochNetwork:
         """Everything epoch `epoch` needs to know about its network (see `EpochNetwork`)."""

@@ -134,3 +134,17 @@ def test_get_network_returning_no_dict():
         schedule.for_epoch(3)
     with pytest.raises(ConfigError, match="epochs count from 1"):
         schedule.for_epoch(0)
+
+
+def test_wrap_epoch_value_takes_each_pretraining_epochs_value():
+    from netcompiler.network_schedule import WrapEpochValue
+
+    net = _chain(2)
+    net["l1"]["dropout"] = WrapEpochValue(lambda epoch: 0.1 * epoch)
+    net["output"]["loss_opts"] = {"label_smoothing": [WrapEpochValue(lambda epoch: 0.5 if epoch < 3 else 0.0)]}
+    schedule = NetworkSchedule.from_config({"network": net, "pretrain": {"repetitions": 2}})
+    dropouts = [schedule.for_epoch(e).net_dict["l1"]["dropout"] for e in range(1, 7)]
+    # pretraining epochs 1..4 (2 steps x 2); after them, the value of the last pretraining epoch (RETURNN)
+    assert dropouts == pytest.approx([0.1, 0.2, 0.3, 0.4, 0.4, 0.4])
+    assert [schedule.for_epoch(e).net_dict["output"]["loss_opts"]["label_smoothing"] for e in (2, 3)] == [[0.5], [0.0]]
+    assert isinstance(net["l1"]["dropout"], WrapEpochValue)  # the config's own dict is left as it is

@@ -145,6 +145,11 @@ class EpochNetworks:
     def start(self, session, epoch: int) -> None:
         """Makes the session's model the network of `epoch` (the epoch of the checkpoint training resumes from,
         or 1) before anything is built on it."""
+        if not hasattr(session.model, "network"):
+            raise ConfigError("pretrain and get_network change a layer-dict network per epoch; this config defines "
+                              "its model with get_model", subject="config",
+                              suggestion="remove pretrain/get_network, or build the model per epoch in get_model "
+                                         "(it is called with epoch=)")
         epoch_network = self.schedule.for_epoch(epoch)
         if session.model.network.net_dict != epoch_network.net_dict:
             session.model, epoch_network = self.build_model(epoch, self._seed(), session.backend)
