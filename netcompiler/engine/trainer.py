@@ -88,7 +88,8 @@ class Trainer(EpochLoop):
     def _apply(self, grads, variables):
         if self.clip_gradients is not None:
             grads = self.clip_gradients(grads)
-        self.optimizer.apply_gradients([(g, v) for g, v in zip(grads, variables) if g is not None])
+        from .fused_updates import apply_gradients  # one fused kernel per variable where one is exact
+        apply_gradients(self.optimizer, list(zip(grads, variables)))
         self.step_count.assign_add(1)
         return tf.no_op()
 
