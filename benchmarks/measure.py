@@ -68,6 +68,8 @@ def _torch_side(model, side):
 
     torch.set_num_threads(1)
     torch.manual_seed(42)
+    if side == "nc-torch":  # netcompiler's imports before the timer, as on TF (torch_trainer imports TensorFlow)
+        import netcompiler.emit.model, netcompiler.engine.torch_trainer, netcompiler.network  # noqa: E401, F401
 
     def build():
         config = model.config()
