@@ -1,0 +1,72 @@
+"""benchmarks/run.py's arithmetic and verdicts (no model is run): ratios against the goals, the growth exponent,
+the median over rounds, crashes and parameter mismatches reported as such."""
+
+import os
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks"))
+
+import report  # noqa: E402
+import run  # noqa: E402
+
+
+def side(params=1000, build=2.0, fps=100.0, peak=600.0):
+    return {"params": params, "build_cpu": build, "build_wall": build * 2, "frames_per_cpu_s": fps,
+            "frames_per_s": fps / 2, "peak_mb": peak, "rss_imports_mb": 500.0}
+
+
+def results(models, **extra):
+    meta = {"size": "quick", "reps": 1, "rounds": 1, "cpus": 2, "load_start": 1.0, "load_end": 1.0, "started": "now"}
+    return {"meta": meta, "models": models, **extra}
+
+
+def row_of(text, name):
+    return next(line for line in text.splitlines() if line.startswith(f"| {name} |"))
+
+
+def test_ratios_judged_against_each_goal():
+    models = {"a": {"description": "x", "nc-tf": side(build=2.5, fps=90.0, peak=650.0), "hand-tf": side()},
+              "b": {"description": "y", "nc-tf": side(build=2.3, fps=100.0, peak=660.0), "hand-tf": side()}}
+    text, missed, crashed = report.render(results(models))
+    assert crashed == []
+    # a: build 1.25 > 1.2, throughput 0.9 < 1.0, memory 1.083 <= 1.1; b: build 1.15, throughput 1.0, memory 1.1
+    assert missed == ["a TF build", "a TF throughput"]
+    cells = [c.strip() for c in row_of(text, "a").split("|")]
+    assert cells[4:8] == ["2.50 / 2.00", "1.25", "<= 1.2", "**MISSED**"]
+    assert cells[13:16] == ["1.08", "<= 1.1", "OK"]
+    assert "**MISSED**" not in row_of(text, "b")
+
+
+def test_crash_and_parameter_mismatch_are_crashes_not_misses():
+    models = {"a": {"description": "x", "nc-tf": {"error": "exit 1: boom"}, "hand-tf": side()},
+              "b": {"description": "y", "nc-tf": side(params=10), "hand-tf": side(params=11)}}
+    text, missed, crashed = report.render(results(models))
+    assert "CRASHED" in row_of(text, "a")
+    assert any("boom" in c for c in crashed) and any("parameter counts differ" in c for c in crashed)
+
+
+def test_growth_exponent_and_its_goal():
+    small = {"description": "100 linear layers", "nc-tf": side(build=2.0), "hand-tf": side(build=1.0)}
+    big = {"description": "400 linear layers", "nc-tf": side(build=2.0 * 4 ** 1.3), "hand-tf": side(build=4.0)}
+    growth = run.growth({"linear-100": small, "linear-400": big})
+    assert growth["layers"] == [100, 400]
+    assert growth["nc-tf"]["cpu"] == pytest.approx(1.3) and growth["hand-tf"]["cpu"] == pytest.approx(1.0)
+    _text, missed, _crashed = report.render(results({"linear-100": small, "linear-400": big}, growth=growth))
+    assert "growth nc-tf" in missed and "growth hand-tf" not in missed
+
+
+def test_rounds_merge_to_the_median_and_keep_errors():
+    merged = run.merge([side(build=1.0), side(build=3.0), side(build=2.5)])
+    assert merged["build_cpu"] == 2.5 and merged["params"] == 1000
+    assert run.merge([side(), {"error": "exit 1"}]) == {"error": "exit 1"}
+
+
+def test_pipeline_ratio_against_the_consuming_step():
+    models = {"12ax": {"description": "x", "nc-tf": side(fps=1000.0), "hand-tf": side()}}
+    pipe = {"12ax": {"description": "p", "batches_per_s": 10.0, "frames_per_s": 4000.0, "frames_per_cpu_s": 4000.0},
+            "hdf": {"description": "q", "batches_per_s": 10.0, "frames_per_s": 9000.0, "frames_per_cpu_s": 9000.0}}
+    text, missed, _ = report.render(results(models, pipeline=pipe))
+    assert "pipeline 12ax" in missed  # 4x < 5x
+    assert "n/a (model not run)" in text  # hdf's consumer (conv) was not measured: no verdict
