@@ -85,8 +85,9 @@ def _epoch_config(config, epoch):
             _print_notices(["--epoch: this config's network is the same in every epoch (no pretrain, get_network)"])
         return config
     epoch = final_epoch(config, schedule) if epoch is None else epoch
-    print(f"network of epoch {epoch} ({'pretraining, ' if schedule.is_pretrain_epoch(epoch) else ''}"
-          f"{schedule.describe()})", file=sys.stderr)
+    kind = "a pretraining epoch; " if schedule.is_pretrain_epoch(epoch) else ""
+    _print_notices([f"the network of epoch {epoch} ({kind}{schedule.describe()}); dump-net --epoch N shows "
+                    f"another epoch's"])
     return epoch_config(config, schedule.for_epoch(epoch))
 
 

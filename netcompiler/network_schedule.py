@@ -207,7 +207,7 @@ class NetworkSchedule:
             parts.append(f"pretraining: {self.num_pretrain_epochs} epochs ("
                          + ", ".join(f"{len(layer_names(net))} layers" for net in self.pretrain_epochs) + ")")
         if self.get_network is not None:
-            parts.append("later epochs: get_network(epoch)")
+            parts.append(("later" if self.pretrain_epochs else "every") + " epoch: get_network(epoch)")
         return "; ".join(parts) or "one network"
 
 

@@ -126,6 +126,9 @@ EXPECTED_PARAMS = {
     "attention-copy.py": 10 * 32 + 2 * 4 * 64 * (32 + 64 + 1) + 128 * 64
     + 10 * 32 + (224 * 64 + 64) + 64 * 64 + 64 + (224 * 64 + 64) + (64 * 10 + 10),
     "custom-dims.py": 2 * 80 + (400 * 256 + 256) + 1024 * (256 + 256 + 1) + (256 * 500 + 500),
+    # the final network (dump-net's default): lstm1 fw/bw 9 -> 10: 40 * 20 each; lstm2, lstm3 fw/bw 20 -> 10:
+    # 40 * 31 each (4 of them); softmax 20 -> 2: 42
+    "demo-12ax-pretrain.py": 2 * 40 * 20 + 4 * 40 * 31 + 42,
 }
 
 
