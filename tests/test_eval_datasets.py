@@ -8,41 +8,17 @@ import json
 
 import pytest
 
+from run_helpers import run
+from test_learning_curve import write_config  # its training config: train and dev of 12AX, 2 epochs
+
 from netcompiler.engine.eval_datasets import eval_dataset_options
 from netcompiler.engine.main import run_task
 from netcompiler.errors import ConfigError, InvalidOptionError
 
-CONFIG = """
-train = {"class": "Task12AXDataset", "num_seqs": 20}
-dev = {"class": "Task12AXDataset", "num_seqs": 6, "fixed_random_seed": 1}
-extern_data = {"data": {"dim": 9}, "classes": {"dim": 2, "sparse": True}}
-batch_size = 2000
-max_seqs = 10
-network = {"hidden": {"class": "linear", "activation": "tanh", "n_out": 8, "from": "data"},
-           "output": {"class": "softmax", "loss": "ce", "from": "hidden", "target": "classes"}}
-optimizer = {"class": "adam"}
-learning_rate = 0.01
-num_epochs = 2
-torch_num_threads = 1
-model = %r
-"""
 # "same" is dev's dataset under another name: its scores must equal dev's; "other" is other data
 EVAL_DATASETS = """
 eval_datasets = {"same": dict(dev), "other": {"class": "Task12AXDataset", "num_seqs": 5, "fixed_random_seed": 7}}
 """
-
-
-def write_config(tmp_path, extra=""):
-    prefix = str(tmp_path / "out" / "model")
-    path = tmp_path / "config.py"
-    path.write_text(CONFIG % prefix + extra)
-    return str(path), prefix
-
-
-def run(path, *overrides, task=None):
-    log = io.StringIO()
-    assert run_task(path, list(overrides), task=task, log=log) == 0
-    return log.getvalue()
 
 
 def recorded_scores(prefix):
