@@ -148,3 +148,14 @@ def test_wrap_epoch_value_takes_each_pretraining_epochs_value():
     assert dropouts == pytest.approx([0.1, 0.2, 0.3, 0.4, 0.4, 0.4])
     assert [schedule.for_epoch(e).net_dict["output"]["loss_opts"]["label_smoothing"] for e in (2, 3)] == [[0.5], [0.0]]
     assert isinstance(net["l1"]["dropout"], WrapEpochValue)  # the config's own dict is left as it is
+
+
+def test_network_config_entry_applies_per_epoch_not_at_load():
+    from netcompiler.config import Config
+
+    net = dict(_chain(2), **{"#config": {"batch_size": 10}})
+    config = Config({"network": net, "batch_size": 5, "pretrain": "default"})
+    assert config.values["batch_size"] == 5  # not applied to every epoch when the network changes per epoch
+    schedule = NetworkSchedule.from_config(config.values)
+    assert [schedule.for_epoch(e).config_overrides for e in (1, 3)] == [{"batch_size": 10}] * 2
+    assert Config({"network": net, "batch_size": 5}).values["batch_size"] == 10  # one network: at load, as before
