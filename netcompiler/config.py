@@ -49,7 +49,7 @@ USED_KEYS = frozenset({
     "maximize_grad_norm", "backend", "torch_num_threads", "get_model", "train_step", "forward_step",
     "calculate_exp_loss", "sparse_input",
     "model_outputs", "behavior_version", "load_epoch", "preload_from_files", "load_ignore_missing_vars",
-    "allow_random_model_init", "export_path",
+    "allow_random_model_init", "export_path", "min_seq_length",
     "pretrain", "get_network", "pretrain_learning_rate", "pretrain_repetitions", "pretrain_construction_algo",
     "pretrain_copy_output_layer", "pretrain_greedy", "use_learning_rate_control_always",  # network_schedule.py
     "use_last_best_model",  # engine/last_best_model.py

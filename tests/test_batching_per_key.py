@@ -53,7 +53,8 @@ def settings_of(case):
     if isinstance(chunking, list):  # JSON made the tuple a list
         settings["chunking"] = tuple(chunking)
     return parse_batching(batch_size=settings["batch_size"], max_seqs=settings.get("max_seqs", -1),
-                          chunking=settings.get("chunking"), max_seq_length=settings.get("max_seq_length"))
+                          chunking=settings.get("chunking"), max_seq_length=settings.get("max_seq_length"),
+                          min_seq_length=settings.get("min_seq_length"))
 
 
 def batches_of(case):
@@ -91,7 +92,8 @@ def test_a_key_of_one_frame_is_repeated_in_every_chunk_where_returnn_keeps_only_
 def test_the_fixture_covers_every_per_key_form():
     forms = {(option, type(value).__name__) for case in RECORD["cases"] for option, value in case["settings"].items()}
     assert {("batch_size", "dict"), ("batch_size", "int"), ("max_seq_length", "dict"), ("max_seq_length", "int"),
-            ("chunking", "list"), ("chunking", "str"), ("max_seqs", "int")} <= forms
+            ("chunking", "list"), ("chunking", "str"), ("max_seqs", "int"), ("min_seq_length", "int"),
+            ("min_seq_length", "dict")} <= forms
     dict_chunking = [c for c in RECORD["cases"] if isinstance(c["settings"].get("chunking"), list)
                      and isinstance(c["settings"]["chunking"][0], dict)]
     assert dict_chunking
@@ -133,6 +135,8 @@ def test_per_key_batch_size_against_a_reference(batch_size, max_seqs):
     (dict(batch_size={}), r"'batch_size'.*positive ints"),
     (dict(batch_size={"data": "10"}), r"'batch_size'.*positive ints"),
     (dict(batch_size=100, max_seqs={"data": 3}), r"'max_seqs'.*one number for all data keys"),
+    (dict(batch_size=100, min_seq_length=-3), r"'min_seq_length'.*positive int"),
+    (dict(batch_size=100, min_seq_length={"data": 0}), r"'min_seq_length'.*positive int"),
 ])
 def test_bad_per_key_values_name_the_key(kw, match):
     with pytest.raises(InvalidOptionError, match=match):
@@ -142,6 +146,7 @@ def test_bad_per_key_values_name_the_key(kw, match):
 @pytest.mark.parametrize("kw, option", [
     (dict(batch_size={"data": 100, "clases": 20}), "batch_size"),
     (dict(batch_size=100, max_seq_length={"target": 5}), "max_seq_length"),
+    (dict(batch_size=100, min_seq_length={"target": 5}), "min_seq_length"),
     (dict(batch_size=100, chunking=({"data": 10, "label": 2}, {"data": 5, "label": 1})), "chunking"),
 ])
 def test_a_key_not_in_extern_data_is_an_error(kw, option):
@@ -164,6 +169,10 @@ def test_session_checks_the_keys_against_extern_data(tmp_path):
     session = Session(config, build_network(config), log=None)
     with pytest.raises(InvalidOptionError, match=r"'batch_size'.*'clases'.*extern_data does not have"):
         session.batching()
+    config.values.update(batch_size={"data": 100}, min_seq_length={"classes": 3}, max_seq_length=9)
+    settings = session.batching()
+    assert (settings.batch_size, settings.min_seq_length, settings.max_seq_length) == (
+        {"data": 100}, {"classes": 3}, {"*": 9})
 
 
 def test_the_feeding_chunks_only_the_keys_the_network_reads():

@@ -1,6 +1,6 @@
 """Records the batches RETURNN makes of a small dataset: the fixture of `tests/test_batching_per_key.py`.
 
-For each case (batch_size, max_seqs, max_seq_length, chunking -- each in its int and per-data-key forms) this
+For each case (batch_size, max_seqs, max_seq_length, min_seq_length, chunking -- each in its int and per-data-key forms) this
 builds RETURNN's `StaticDataset` from the sequence lengths below, lets `Dataset.generate_batches` (recurrent
 net, the case's settings) make the batches of epoch 1 and records, per batch, its pieces: sequence index and
 the [start, end) frames per data key. The test makes the same dataset with netcompiler's StaticDataset and
@@ -59,6 +59,10 @@ CASES = [
     ("unused_key_ignored_when_chunking", "x4", dict(batch_size={"data": 40, "classes": 10}, extra=True,
                                                     chunking=({"data": 16, "classes": 4}, {"data": 8, "classes": 2}))),
     ("label_per_sequence_chunking", "one", dict(batch_size=20, chunking=(5, 3))),
+    ("int_min_seq_length", "same", dict(batch_size=20, min_seq_length=5)),
+    ("dict_min_max_seq_length", "x4", dict(batch_size=60, min_seq_length={"classes": 3}, max_seq_length={"data": 40})),
+    ("min_seq_length_of_chunks", "x4", dict(batch_size=50, min_seq_length={"classes": 2},
+                                            chunking=({"data": 12, "classes": 3}, {"data": 8, "classes": 2}))),
 ]
 
 
@@ -79,7 +83,8 @@ def returnn_batches(kind: str, settings: dict):
     dataset.init_seq_order(epoch=1)
     generator = dataset.generate_batches(
         recurrent_net=True, batch_size=settings["batch_size"], max_seqs=settings.get("max_seqs", -1),
-        max_seq_length=settings.get("max_seq_length", None), used_data_keys={"data", "classes"})
+        max_seq_length=settings.get("max_seq_length", None), min_seq_length=settings.get("min_seq_length", 0),
+        used_data_keys={"data", "classes"})
     batches = []
     while generator.has_more():
         batch, = generator.peek_next_n(1)

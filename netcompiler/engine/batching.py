@@ -8,7 +8,8 @@
 * `max_seqs` bounds the number of sequences per batch (-1 or None: no bound);
   one number for all keys, as in RETURNN.
 * `max_seq_length` drops sequences (or chunks) longer than the limit: an int
-  for all keys, a dict per key, or a negative int -n meaning {"classes": n}.
+  for all keys, a dict per key, or a negative int -n meaning {"classes": n};
+  `min_seq_length` (an int or a dict) drops those shorter than the limit.
 * `chunking` cuts sequences into chunks of `size` frames every `step` frames
   before batching (the last chunk of a sequence may be shorter), per data key;
   only the keys the network reads are cut and counted, as RETURNN does. A key
@@ -171,20 +172,25 @@ def _limit(limits: Mapping[str, float], key: str) -> float:
     return limits.get(key, limits.get("*", math.inf))
 
 
-def parse_max_seq_length(value: Any) -> Dict[str, int]:
-    """RETURNN's `max_seq_length` forms -> {key: limit}; key "*" applies to all keys."""
+def parse_max_seq_length(value: Any, name: str = "max_seq_length") -> Dict[str, int]:
+    """RETURNN's `max_seq_length` (or `min_seq_length`) forms -> {key: limit}; key "*" applies to all keys. A
+    negative int -n means {"classes": n} for max_seq_length only."""
     if value is None or (_is_int(value) and value == 0):
         return {}
-    if _is_int(value):
+    if _is_int(value) and (value > 0 or name == "max_seq_length"):
         return {"*": int(value)} if value > 0 else {"classes": -int(value)}
     if isinstance(value, dict) and all(_is_int(v) and v > 0 for v in value.values()):
         return {str(k): int(v) for k, v in value.items()}
     raise InvalidOptionError(f"must be an int or a dict data key -> positive int, got {value!r}",
-                             subject="config key 'max_seq_length'")
+                             subject=f"config key '{name}'")
 
 
 def _too_long(lengths: Mapping[str, int], limits: Mapping[str, int]) -> bool:
     return any(length > _limit(limits, key) for key, length in lengths.items())
+
+
+def _too_short(lengths: Mapping[str, int], limits: Mapping[str, int]) -> bool:
+    return any(length < limits.get(key, limits.get("*", 0)) for key, length in lengths.items())
 
 
 # ---------------------------------------------------------------------------
@@ -331,15 +337,17 @@ class BatchSettings:
     max_seqs: float
     chunking: Optional[Chunking] = None
     max_seq_length: Dict[str, int] = field(default_factory=dict)
+    min_seq_length: Dict[str, int] = field(default_factory=dict)
 
     def whole_sequences(self) -> "BatchSettings":
-        """The same without chunking and length limit: for dev/eval scores and forwarding (as RETURNN)."""
-        return replace(self, chunking=None, max_seq_length={})
+        """The same without chunking and length limits: for dev/eval scores and forwarding (as RETURNN)."""
+        return replace(self, chunking=None, max_seq_length={}, min_seq_length={})
 
     def check_data_keys(self, data_keys) -> None:
         """Every data key the per-key settings name must be one of `data_keys` (the network's extern_data):
         a misspelt key would otherwise limit nothing."""
         named = {"batch_size": self.batch_size, "max_seq_length": self.max_seq_length,
+                 "min_seq_length": self.min_seq_length,
                  "chunking": self.chunking.size if self.chunking and isinstance(self.chunking.size, dict) else {}}
         for option, table in named.items():
             unknown = sorted(k for k in table if k != "*" and k not in data_keys)
@@ -350,11 +358,12 @@ class BatchSettings:
                     suggestion="use the data keys of extern_data")
 
 
-def parse_batching(*, batch_size: Any, max_seqs: Any, chunking: Any = None, max_seq_length: Any = None
-                   ) -> BatchSettings:
+def parse_batching(*, batch_size: Any, max_seqs: Any, chunking: Any = None, max_seq_length: Any = None,
+                   min_seq_length: Any = None) -> BatchSettings:
     """Checks the config's batching settings once, before any batch is made (errors name the config key)."""
     return BatchSettings(parse_batch_size(batch_size), _max_seqs_setting(max_seqs),
-                         parse_chunking(chunking), parse_max_seq_length(max_seq_length))
+                         parse_chunking(chunking), parse_max_seq_length(max_seq_length),
+                         parse_max_seq_length(min_seq_length, "min_seq_length"))
 
 
 def iterate_batches(dataset, settings: BatchSettings, keys: Optional[Collection[str]] = None) -> Iterator[Batch]:
@@ -373,7 +382,7 @@ def iterate_batches(dataset, settings: BatchSettings, keys: Optional[Collection[
     plan = _BatchPlan(settings.batch_size, settings.max_seqs)
     for piece in _pieces(dataset, settings.chunking, keys):
         lengths = piece.lengths()
-        if _too_long(lengths, settings.max_seq_length):
+        if _too_long(lengths, settings.max_seq_length) or _too_short(lengths, settings.min_seq_length):
             continue
         if not plan.fits(lengths):
             yield _assemble(dataset, plan.pieces, spec)

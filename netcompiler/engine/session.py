@@ -111,7 +111,8 @@ class Session:
 
         get = self.config.get if values is None else values.get
         settings = parse_batching(batch_size=get("batch_size", 5000), max_seqs=get("max_seqs", -1),
-                                  chunking=get("chunking"), max_seq_length=get("max_seq_length"))
+                                  chunking=get("chunking"), max_seq_length=get("max_seq_length"),
+                                  min_seq_length=get("min_seq_length"))
         settings.check_data_keys(self._extern_data())
         return settings
 
