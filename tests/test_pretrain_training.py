@@ -209,3 +209,50 @@ def test_learning_rate_of_a_pretraining_epoch_needs_the_control_always():
         rates_of(values, 1)
     values["use_learning_rate_control_always"] = True
     assert rates_of(values, 2) == [0.5, 0.5]  # RETURNN's constant control keeps the last epoch's rate
+
+
+class _NumpyBackend:
+    """Parameters as NumPy arrays (what carry_params reads and writes through a backend)."""
+
+    @staticmethod
+    def to_numpy(raw):
+        return raw
+
+    @staticmethod
+    def assign_raw(variable, value):
+        variable[...] = value
+
+
+class _Model:
+    def __init__(self, shapes, fill):
+        from types import SimpleNamespace
+
+        self.backend = _NumpyBackend()
+        self.params = {name: np.full(shape, fill, dtype=np.float32) for name, shape in shapes.items()}
+        layers = {name.split("/")[0]: SimpleNamespace(name=name.split("/")[0]) for name in shapes}
+        self.network = SimpleNamespace(all_params=lambda: [(name, layers[name.split("/")[0]], None)
+                                                           for name in shapes])
+
+
+@pytest.mark.parametrize("mode, reset, expected", [
+    # old: l1/W [2, 3] = 1, output/W [3, 2] = 1; new: l1/W [2, 4], l2/W [4, 4], output/W [3, 2]; new values 0
+    (None, [], {"l1/W": 0, "l2/W": 0, "output/W": 1}),  # ifpossible: only unchanged shapes
+    ("subset", [], {"l1/W": "corner", "l2/W": 0, "output/W": 1}),
+    ("reset", [], {"l1/W": 0, "l2/W": 0, "output/W": 0}),
+    ("subset", ["output"], {"l1/W": "corner", "l2/W": 0, "output/W": 0}),  # copy_output_layer False
+])
+def test_carry_params_modes(mode, reset, expected, capsys):
+    from netcompiler.engine.epoch_networks import carry_params
+    from netcompiler.network_schedule import EpochNetwork
+
+    old = _Model({"l1/W": (2, 3), "output/W": (3, 2)}, 1.0)
+    new = _Model({"l1/W": (2, 4), "l2/W": (4, 4), "output/W": (3, 2)}, 0.0)
+    carry_params(old, new, EpochNetwork(2, {}, {}, mode, reset, True))
+    for name, want in expected.items():
+        if want == "corner":  # the old values in the leading part, the initial values in the rest
+            np.testing.assert_array_equal(new.params[name][:, :3], 1.0)
+            np.testing.assert_array_equal(new.params[name][:, 3:], 0.0)
+        else:
+            np.testing.assert_array_equal(new.params[name], want, err_msg=name)
+    notices = capsys.readouterr().err
+    assert ("parameter 'l1/W' changed its shape [2, 3] -> [2, 4]" in notices) == (mode is None)
