@@ -49,7 +49,9 @@ def load_network(config: Union[str, Mapping[str, Any]], *, extern_data: Optional
         loaded = Config(values)
     else:
         raise TypeError(f"load_network takes a config path or dict, not {type(config).__name__}")
-    return LoadedNetwork(build_network(loaded), seed=loaded.get("random_seed", 42))
+    from .engine.epoch_networks import final_config  # pretrain / get_network: the final network
+
+    return LoadedNetwork(build_network(final_config(loaded)), seed=loaded.get("random_seed", 42))
 
 
 class LoadedNetwork:

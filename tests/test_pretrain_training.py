@@ -256,3 +256,9 @@ def test_carry_params_modes(mode, reset, expected, capsys):
             np.testing.assert_array_equal(new.params[name], want, err_msg=name)
     notices = capsys.readouterr().err
     assert ("parameter 'l1/W' changed its shape [2, 3] -> [2, 4]" in notices) == (mode is None)
+
+
+def test_load_network_gives_the_final_network(tmp_path):
+    net = netcompiler.load_network(write(tmp_path, GET_NETWORK + "num_epochs = 3\n"))
+    assert net.layers["l1"].dim == 6  # get_network(epoch=3): l1 has 6 units from epoch 2 on
+    assert sorted(net.params) == ["l1/W", "l1/b", "output/W", "output/b"]

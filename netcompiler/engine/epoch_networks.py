@@ -83,6 +83,12 @@ def final_epoch(config: Config, schedule: NetworkSchedule) -> int:
     return schedule.num_pretrain_epochs + 1
 
 
+def final_config(config: Config) -> Config:
+    """The config of the final epoch's network (`final_epoch`) when the network changes per epoch, else `config`."""
+    schedule = NetworkSchedule.from_config(config.values)
+    return config if schedule is None else epoch_config(config, schedule.for_epoch(final_epoch(config, schedule)))
+
+
 def carry_params(old_model, new_model, epoch_network: EpochNetwork, log=sys.stdout) -> Dict[str, int]:
     """Sets the parameters of `new_model` from those of `old_model` with the same name (see the module
     docstring); returns how many were carried over, partly carried over ("subset") and left at their initial
