@@ -73,18 +73,21 @@ def _forward(xw, rec_weight, state_h, state_c):
 
 def _backward(d_hs, d_cells, gates, cells, rec_weight, state_c):
     """From the last step to the first: dz [T, N, 4n] (the gradient of xw) and the gradients of both initial
-    states."""
+    states. What does not depend on the carried dh/dc is computed for all frames at once before the loop, so
+    that a step is few ops: dc += dh o (1 - tanh(cell)^2), dz = [dc, dc, dc, dh] * factors."""
     n, steps = rec_weight.shape[0], tf.shape(gates)[0]
     cell_prev = tf.concat([state_c[None], cells], 0)[:-1]
+    g, i, f, o = tf.split(gates, 4, axis=-1)
+    tanh_cell = tf.tanh(cells)
+    via_h = o * (1.0 - tanh_cell * tanh_cell)
+    factors = tf.concat([i * (1.0 - g * g), g * i * (1.0 - i), cell_prev * f * (1.0 - f),
+                         tanh_cell * o * (1.0 - o)], -1)
 
     def body(t, d_h, d_cell, dz_out):
-        g, i, f, o = (gates[t, :, k * n:(k + 1) * n] for k in range(4))
-        tanh_cell = tf.tanh(cells[t])
         d_h = d_h + d_hs[t]
-        d_cell = d_cell + d_cells[t] + d_h * o * (1.0 - tanh_cell * tanh_cell)
-        dz = tf.concat([d_cell * i * (1.0 - g * g), d_cell * g * i * (1.0 - i),
-                        d_cell * cell_prev[t] * f * (1.0 - f), d_h * tanh_cell * o * (1.0 - o)], -1)
-        return t - 1, tf.matmul(dz, rec_weight, transpose_b=True), d_cell * f, dz_out.write(t, dz)
+        d_cell = d_cell + d_cells[t] + d_h * via_h[t]
+        dz = tf.concat([d_cell, d_cell, d_cell, d_h], -1) * factors[t]
+        return t - 1, tf.matmul(dz, rec_weight, transpose_b=True), d_cell * f[t], dz_out.write(t, dz)
 
     (dz_out,) = _arrays(steps, gates, 1)
     _, d_h0, d_c0, dz_out = tf.while_loop(lambda t, *_: t >= 0, body,
