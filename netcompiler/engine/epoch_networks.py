@@ -89,7 +89,7 @@ def final_config(config: Config) -> Config:
     return config if schedule is None else epoch_config(config, schedule.for_epoch(final_epoch(config, schedule)))
 
 
-def carry_params(old_model, new_model, epoch_network: EpochNetwork, log=sys.stdout) -> Dict[str, int]:
+def carry_params(old_model, new_model, epoch_network: EpochNetwork) -> Dict[str, int]:
     """Sets the parameters of `new_model` from those of `old_model` with the same name (see the module
     docstring); returns how many were carried over, partly carried over ("subset") and left at their initial
     values."""
@@ -170,7 +170,7 @@ class EpochNetworks:
             return False
         old = session.model
         session.model, epoch_network = self.build_model(epoch, self._seed(), session.backend)
-        counts = carry_params(old, session.model, epoch_network, self.log)
+        counts = carry_params(old, session.model, epoch_network)
         self._enter(epoch_network)
         kind = "pretraining " if epoch_network.is_pretrain else ""
         print(f"epoch {epoch}: new {kind}network ({len(session.model.network.layers)} layers, "
