@@ -22,7 +22,7 @@ import math
 import sys
 from typing import Any, Callable, Dict, Mapping, Optional, Tuple
 
-from ..errors import ConfigError
+from ..errors import CheckpointError, ConfigError
 
 _OPTIONS = ("modulo", "filter_score", "only_last_n", "only_last_epochs", "min_score_dist", "first_epoch")
 
@@ -103,7 +103,12 @@ class LastBestModel:
             print(f"notice: use_last_best_model: epoch {best} scored best ({score}), but its checkpoint is gone; "
                   f"epoch {epoch} goes on from epoch {epoch - 1}", file=sys.stderr)
             return False
-        load_params(path, session.model.params, session.model.backend)
+        try:
+            load_params(path, session.model.params, session.model.backend)
+        except CheckpointError as exc:  # e.g. get_network gave that epoch another network: go on from epoch - 1
+            print(f"notice: use_last_best_model: the checkpoint of epoch {best} does not fit the network of epoch "
+                  f"{epoch} ({exc}); epoch {epoch} goes on from epoch {epoch - 1}", file=sys.stderr)
+            return False
         print(f"epoch {epoch}: epoch {epoch - 1} is not the best; going on from epoch {best} ({score}, {path}) "
               f"with a fresh optimizer (use_last_best_model)", file=self.log)
         return True
