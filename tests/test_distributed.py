@@ -169,14 +169,14 @@ def _config(backend: str, distributed: str, max_seqs: int, num_epochs: int) -> s
 backend = {backend!r}
 torch_num_threads = 1
 task = "train"
-train = {{"class": "Task12AXDataset", "num_seqs": 40}}
+train = {{"class": "Task12AXDataset", "num_seqs": 41}}  # worker 1 takes an empty step after its 4 batches
 extern_data = {{"data": {{"dim": 9}}, "classes": {{"dim": 2, "sparse": True}}}}
 batch_size = 100000
 max_seqs = {max_seqs}
 network = {{"hidden": {{"class": "linear", "activation": "tanh", "n_out": 8, "from": "data"}},
            "output": {{"class": "softmax", "loss": "ce", "from": "hidden", "target": "classes"}}}}
-optimizer = {{"class": "adam"}}
-learning_rate = 0.01
+optimizer = {{"class": "sgd"}}  # linear in the gradient: summed and averaged gradients would differ (Adam: not)
+learning_rate = 0.002
 num_epochs = {num_epochs}
 model = "out/model"
 {distributed}
@@ -213,7 +213,8 @@ def _run_workers(folders, config_text: str, worker_env):
 
 
 def _single_process_run(folder: Path, backend: str, num_epochs: int) -> str:
-    """The reference: one process, max_seqs 10 (each batch the union of the two workers' batches of 5)."""
+    """The reference: one process, max_seqs 10 (each batch the union of the two workers' batches of 5; the last,
+    sequence 40 alone, is worker 0's while worker 1 steps with an empty batch)."""
     from netcompiler.engine.main import run_task
 
     folder.mkdir()
