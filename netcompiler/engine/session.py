@@ -247,10 +247,10 @@ class Session:
             return
         for epoch in range(start_epoch, num_epochs + 1):
             started = time.monotonic()
-            network_changed = epochs is not None and epochs.change_for_epoch(self, epoch)
+            new_params = epochs is not None and epochs.change_for_epoch(self, epoch)  # this epoch's network
             if last_best is not None and last_best.reload_if_better(self, epoch, learning_rates, checkpoints):
-                network_changed = True  # the best epoch's parameters: the optimizer starts afresh, as in RETURNN
-            if network_changed:  # a new optimizer for the new parameters; the step count goes on
+                new_params = True  # the best epoch's parameters: the optimizer starts afresh, as in RETURNN
+            if new_params:  # a new optimizer for the new parameters; the step count goes on
                 optimizer, set_learning_rate, trainer, step_rates, state = self._training_parts(trainer)
                 loss_names, error_names = self.model.loss_names()
             if epochs is not None:  # the epoch's batch settings and learning rate ('#config', pretraining)
