@@ -146,6 +146,8 @@ def test_distribution_settings_that_cannot_work_are_refused(values, backend, env
 def test_tf_config_without_distributed_tf_and_other_tasks_train_alone_with_a_notice(capsys):
     assert isinstance(workers_from_config({}, "tensorflow", "train", environ={"TF_CONFIG": "x"}), SingleProcess)
     assert "TF_CONFIG is set, but the config has no distributed_tf" in capsys.readouterr().err
+    assert isinstance(workers_from_config({}, "torch", "train", environ=TORCH_ENV), SingleProcess)
+    assert "WORLD_SIZE is 2 (torchrun?), but the config has no torch_distributed" in capsys.readouterr().err
     workers = workers_from_config({"torch_distributed": {}}, "torch", "eval", environ=TORCH_ENV)
     assert type(workers) is SingleProcess
     assert "task 'eval' runs on worker 1 alone" in capsys.readouterr().err

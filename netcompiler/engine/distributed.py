@@ -325,6 +325,9 @@ def workers_from_config(values: Mapping[str, Any], backend: str, task: str, envi
         if environ.get("TF_CONFIG") and backend != "torch":
             print("notice: the environment variable TF_CONFIG is set, but the config has no distributed_tf: "
                   "training on this process alone", file=sys.stderr)
+        if environ.get("WORLD_SIZE", "1") != "1" and backend == "torch":
+            print(f"notice: the environment variable WORLD_SIZE is {environ['WORLD_SIZE']} (torchrun?), but the "
+                  f"config has no torch_distributed: training on this process alone", file=sys.stderr)
         return SingleProcess()
     if backend == "torch":
         opts = _options(opts, "torch_distributed", {"backend": "gloo", "timeout_sec": DEFAULT_TIMEOUT_SEC,
