@@ -1,5 +1,5 @@
-"""The PyTorch sides of `run.py` (issue 12, goal 7): hand-written `torch.nn` references of the deep linear chain
-and the Transformer (same parameter count as netcompiler's, asserted by run.py), and netcompiler's layer-dict
+"""PyTorch sides (issue 12, goal 7): hand-written `torch.nn` modules of the deep linear chain and the Transformer
+(used by torch_step.py, which maps weights and steps them, and through it by run.py), and netcompiler's layer-dict
 network on its torch backend (`CompiledNetwork(..., backend="torch")` + `TorchTrainer`, as compile-net trains
 with backend "torch").
 
@@ -55,31 +55,6 @@ class TorchTransformer(torch.nn.Module):
             h = h + drop(b["att_out"](att.transpose(1, 2).reshape(B, T, self.d)))
             h = h + drop(b["ff2"](drop(F.relu(b["ff1"](b["ff_ln"](h))))))
         return self.output(self.final_ln(h))
-
-
-def hand_torch_side(model, config):
-    """(parameter count, step(x, y, lengths) -> loss) of the hand-written torch model of `model` (models.Model):
-    summed CE over valid frames (the config's label smoothing, torch's definition), global-norm clipping as the
-    config, torch.optim.Adam with the config's learning rate."""
-    settings = dict(model.settings)
-    net = TorchLinear(**settings) if model.name.startswith("linear") else TorchTransformer(**settings)
-    net.train()
-    values = config.values
-    optimizer = torch.optim.Adam(net.parameters(), lr=values["learning_rate"])
-    smoothing = values["network"]["output"].get("loss_opts", {}).get("label_smoothing", 0.0)
-    clip = values.get("gradient_clip_global_norm", 0.0)
-
-    def step(x, y, lengths):
-        mask = torch.arange(x.shape[1])[None, :] < lengths[:, None]
-        loss = F.cross_entropy(net(x, lengths)[mask], y[mask].long(), reduction="sum", label_smoothing=smoothing)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        if clip:
-            torch.nn.utils.clip_grad_norm_(net.parameters(), clip)
-        optimizer.step()
-        return loss.detach()
-
-    return sum(p.numel() for p in net.parameters()), step
 
 
 def netcompiler_torch_side(config):

@@ -12,7 +12,8 @@ calls `measure_side` and prints its result as one JSON line after RESULT_MARK):
   the imports (the part both sides share).
 
 Sides: nc-tf (compile-net's Trainer.train_step, train_step.netcompiler_side), hand-tf (train_step.hand_side of
-the model's hand-written TF2 model), nc-torch and hand-torch (hand_torch.py). After its measures the hand-tf
+the model's hand-written TF2 model), nc-torch (hand_torch.netcompiler_torch_side) and hand-torch (torch_step.py's
+hand-written model and step; its weight-copied agreement check is torch_step.py's, not repeated here). After its measures the hand-tf
 child also builds netcompiler's model, copies its weights into the hand-written one and compares loss and gradient
 norm (train_step.check_same_model: an AssertionError, i.e. a crash of the child, when they differ).
 """
@@ -64,7 +65,8 @@ def _tf_side(model, side):
 
 def _torch_side(model, side):
     import torch
-    from hand_torch import hand_torch_side, netcompiler_torch_side
+    from hand_torch import netcompiler_torch_side
+    from torch_step import hand_step_fn, make_model
 
     torch.set_num_threads(1)
     torch.manual_seed(42)
@@ -72,13 +74,14 @@ def _torch_side(model, side):
         import netcompiler.emit.model, netcompiler.engine.torch_trainer, netcompiler.network  # noqa: E401, F401
 
     def build():
-        config = model.config()
         if side == "nc-torch":
             from netcompiler.builtin import load_builtin_layers
 
             load_builtin_layers()
-            return netcompiler_torch_side(config)
-        return hand_torch_side(model, config)
+            return netcompiler_torch_side((model.torch_config or model.config)())
+        config, hand, _mapping, (_dim, classes) = make_model(*model.torch)
+        hand.train()
+        return sum(p.numel() for p in hand.parameters() if p.requires_grad), hand_step_fn(hand, config, classes)[0]
 
     return build, lambda batch: tuple(torch.from_numpy(a) for a in batch)
 

@@ -39,8 +39,8 @@ class Model:
     config: Callable[[], Config]
     hand_tf: Callable[[], object]
     batches: Batches
-    torch: bool = False  # a hand-written PyTorch reference exists (hand_torch.py)
-    settings: Optional[dict] = None  # the sizes, for hand_torch.py
+    torch: Optional[tuple] = None  # (torch_step.py's model name, its settings): the hand-written PyTorch reference
+    torch_config: Optional[Callable[[], Config]] = None  # the network netcompiler's torch side trains (default: config)
 
 
 def _batches(size, dim, classes, quick=(1, 4, 50), default=(2, 16, 200), full=(3, 16, 200)):
@@ -85,7 +85,7 @@ def hand_12ax():
 def model_12ax(size):
     return Model("12ax", "configs/demo-12ax-lstm.py as shipped (LSTM 10, no dropout)",
                  lambda: load_config(os.path.join(ROOT, "configs", "demo-12ax-lstm.py")), hand_12ax,
-                 _batches(size, 9, 2))
+                 _batches(size, 9, 2), torch=("12ax", {}))
 
 
 # --- conv front-end and BLSTM (train_step.py's asr-conv-blstm models) -----------------------------------------------
@@ -100,10 +100,12 @@ BLSTM_SIZES = {"quick": (1, 32), "default": (2, 128), "full": (6, 512)}
 
 def model_blstm(size):
     layers, n = BLSTM_SIZES[size]
-    return Model("blstm", f"asr-conv-blstm.py with {layers} BLSTM layers x {n} (hand: projection + tf.scan)",
+    return Model("blstm", f"asr-conv-blstm.py with {layers} BLSTM layers x {n} (hand: projection + tf.scan; "
+                 "torch: the BLSTM without the conv front-end, hand: torch.nn.LSTM on packed sequences)",
                  lambda: _train_step("blstm_config")(n, layers),
                  lambda: _train_step("HandBLSTM")("scan", n, layers=layers),
-                 _batches(size, 40, 1000, default=(1, 16, 200)))
+                 _batches(size, 40, 1000, default=(1, 16, 200)), torch=("blstm", {"layers": layers, "n": n}),
+                 torch_config=lambda: __import__("torch_step").blstm_config(layers, n))
 
 
 # --- deep linear chain --------------------------------------------------------------------------------------------
@@ -154,11 +156,12 @@ def model_linear(size, layers, width=None):
     width = width or LINEAR_WIDTH[size]
     return Model(f"linear-{layers}", f"{layers} linear layers x {width}, ReLU, dropout 0.1, 100-class softmax",
                  lambda: linear_config(layers, width), lambda: hand_linear(layers, width), _batches(size, 40, 100),
-                 torch=True, settings={"layers": layers, "width": width, "dim": 40, "classes": 100})
+                 torch=("linear", {"layers": layers, "width": width}))
 
 
 # --- Transformer --------------------------------------------------------------------------------------------------
-TRANSFORMER_SIZES = {"quick": (2, 32, 2, 64), "default": (12, 128, 4, 512), "full": (12, 512, 8, 2048)}
+# blocks, d_model, heads, FF: 4 heads and FF 4 d everywhere, as torch_step.py's hand-written torch Transformer
+TRANSFORMER_SIZES = {"quick": (2, 32, 4, 128), "default": (12, 128, 4, 512), "full": (12, 512, 4, 2048)}
 
 
 def edited_config(name, substitutions):
@@ -194,8 +197,7 @@ def model_transformer(size):
     return Model("transformer", f"transformer-enc.py with {blocks} pre-norm blocks, d {d}, {heads} heads, FF {ff}",
                  lambda: transformer_config(blocks, d, heads, ff),
                  lambda: _train_step("HandTransformer")(blocks, d, heads, ff),
-                 _batches(size, 80, 500), torch=True,
-                 settings={"blocks": blocks, "d": d, "heads": heads, "ff": ff, "dim": 80, "classes": 500})
+                 _batches(size, 80, 500), torch=("transformer", {"blocks": blocks, "d": d}))
 
 
 SCALING_WIDTH = 64  # the --scaling chain: narrow, so the graph's size (not the math) is what is measured
