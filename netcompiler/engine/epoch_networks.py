@@ -55,7 +55,7 @@ def network_epoch_for_task(config: Config, schedule: NetworkSchedule, task: str,
     """The epoch whose network a run starts with: in training, the epoch of the checkpoint it resumes from
     (else 1); otherwise the epoch of the checkpoint it loads (`load_epoch`, `load` named `<model>.NNN`, the newest),
     else the last epoch (`final_epoch`)."""
-    from .checkpoints import complete_checkpoints
+    from .checkpoint_files import complete_checkpoints  # (not .checkpoints: no TensorFlow import for dump-net)
     from .start_epoch import start_epoch_setting
 
     newest = max((epoch for marker in (".index", ".pt") for epoch, _ in complete_checkpoints(model_prefix, marker)),
