@@ -62,7 +62,7 @@ def count_ops(concrete):
     return len(graph_def.node) + sum(len(f.node_def) for f in graph_def.library.function)
 
 
-def netcompiler_child(n, dim, clock):
+def netcompiler_child(n, dim, clock, nonfinite_check=True):
     from netcompiler.builtin import load_builtin_layers
     from netcompiler.config import load_config
     from netcompiler.emit.model import CompiledNetwork
@@ -80,7 +80,8 @@ def netcompiler_child(n, dim, clock):
     clock.lap("build_network")
     model = CompiledNetwork(network)
     optimizer = make_optimizer(config.values)  # as compile-net's Session.train
-    trainer = Trainer(model, optimizer, None, clip_gradients_fn(config.values), log=open(os.devnull, "w"))
+    trainer = Trainer(model, optimizer, None, clip_gradients_fn(config.values), stop_on_nonfinite=nonfinite_check,
+                      log=open(os.devnull, "w"))
     optimizer.build(model.trainable_params)
     clock.lap("variables")
     concrete = trainer.train_step.get_concrete_function()
@@ -92,7 +93,7 @@ def netcompiler_child(n, dim, clock):
     return concrete, step
 
 
-def hand_child(n, dim, clock):
+def hand_child(n, dim, clock, nonfinite_check=True):
     import tensorflow as tf
     from netcompiler.engine.optimizers import make_optimizer
     clock.lap("imports")
@@ -130,13 +131,14 @@ def hand_child(n, dim, clock):
     return concrete, lambda: float(train_step(x, y, lengths))
 
 
-def child(side, n, dim, no_grappler):
+def child(side, n, dim, no_grappler, nonfinite_check):
     clock = Clock()
     import tensorflow as tf
     if no_grappler:
         tf.config.optimizer.set_experimental_options({"disable_meta_optimizer": True})
     clock.lap("import_tf")
-    concrete, step = (netcompiler_child if side == "netcompiler" else hand_child)(n, dim, clock)
+    concrete, step = (netcompiler_child if side == "netcompiler" else hand_child)(n, dim, clock,
+                                                                                       nonfinite_check)
     step()
     clock.lap("first_call")
     step()
@@ -150,9 +152,9 @@ PHASES = ("config", "build_network", "variables", "trace", "first_call", "second
 BUILD = ("config", "build_network", "variables", "trace", "first_call")  # build to first train step
 
 
-def run_child(side, n, dim, no_grappler):
+def run_child(side, n, dim, no_grappler, nonfinite_check):
     cmd = [sys.executable, os.path.abspath(__file__), "--child", side, str(n), "--dim", str(dim)]
-    cmd += ["--no-grappler"] if no_grappler else []
+    cmd += (["--no-grappler"] if no_grappler else []) + ([] if nonfinite_check else ["--no-nonfinite-check"])
     out = subprocess.run(cmd, capture_output=True, text=True)
     if out.returncode:
         raise RuntimeError(f"child {side} N={n} failed:\n{out.stderr[-3000:]}")
@@ -171,16 +173,19 @@ def main():
     parser.add_argument("--reps", type=int, default=None, help="child processes per side and N (default 3)")
     parser.add_argument("--sides", default="netcompiler,hand-tf2")
     parser.add_argument("--no-grappler", action="store_true", help="switch TF's graph optimizer off (its share)")
+    parser.add_argument("--no-nonfinite-check", action="store_true",
+                        help="netcompiler without stop_on_nonfinite_train_score (the check's share)")
     parser.add_argument("--child", nargs=2, metavar=("SIDE", "N"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        return child(args.child[0], int(args.child[1]), args.dim, args.no_grappler)
+        return child(args.child[0], int(args.child[1]), args.dim, args.no_grappler, not args.no_nonfinite_check)
     sizes = [int(s) for s in (args.sizes or ("10,40" if args.quick else "100,400")).split(",")]
     reps = args.reps or (1 if args.quick else 3)
     sides = args.sides.split(",")
     print(f"chain of N linear layers ({args.dim} units, relu, dropout 0.1) + softmax CE, Adam; batch "
           f"{BATCH} x {FRAMES} frames; median of {reps} fresh processes; CPU seconds"
-          + (" (grappler off)" if args.no_grappler else ""))
+          + (" (grappler off)" if args.no_grappler else "")
+          + (" (netcompiler without the non-finite check)" if args.no_nonfinite_check else ""))
     header = "  ".join(f"{p:>13}" for p in PHASES)
     print(f"{'side':<12} {'N':>5}  {header}  {'build total':>11}  {'ops':>7}  {'peak MB':>7}")
     build = {}
@@ -188,7 +193,7 @@ def main():
         results = {side: [] for side in sides}
         for rep in range(reps):
             for side in (sides if rep % 2 == 0 else sides[::-1]):
-                results[side].append(run_child(side, n, args.dim, args.no_grappler))
+                results[side].append(run_child(side, n, args.dim, args.no_grappler, not args.no_nonfinite_check))
         for side in sides:
             cpu = median_phases(results[side], 0)
             build[side, n] = sum(cpu[p] for p in BUILD)

@@ -2,6 +2,7 @@
 nothing; accumulated gradients apply as Keras's Adam applies their sum; clipping runs before the update."""
 
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from netcompiler.builtin import load_builtin_layers
@@ -27,9 +28,9 @@ def batch(seed, nan=False):
     return {"data": x, "classes": y}, {"data": lengths, "classes": lengths}
 
 
-def make_trainer(accum=1, clip=None):
+def make_trainer(accum=1, clip=None, optimizer=None):
     model = CompiledNetwork(build_from_dict(NETWORK, EXTERN), seed=3, backend="tensorflow")
-    optimizer = make_optimizer(ADAM)
+    optimizer = make_optimizer(dict(ADAM, optimizer=optimizer or ADAM["optimizer"]))
     optimizer.build(model.trainable_params)
     return Trainer(model, optimizer, None, clip_gradients=clip, accum_grad_steps=accum, log=None), optimizer
 
@@ -60,15 +61,28 @@ def assert_states_equal(actual, expected):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)  # an update moves by ~lr = 0.05
 
 
-def test_one_step_equals_keras_adam_and_a_nonfinite_step_changes_nothing():
+def test_one_step_equals_keras_adam():
     trainer, optimizer = make_trainer()
     trainer.train_step(*batch(0))
     assert_states_equal(state(trainer, optimizer), keras_reference([batch(0)]))
+    assert int(trainer.step_count) == 1
+
+
+# gated kernels (Adam, Adadelta, SGD: no tf.cond), momentum (the fused update in a tf.cond), Nadam (Keras's
+# update in a tf.cond), Adam with epsilon 0 (a tf.cond: the gated kernel would divide 0 by 0)
+@pytest.mark.parametrize("options", [{"class": "adam"}, {"class": "adadelta", "epsilon": 1e-6}, {"class": "sgd"},
+                                     {"class": "momentum", "momentum": 0.9}, {"class": "nadam"},
+                                     {"class": "adam", "epsilon": 0.0}], ids=str)
+def test_a_nonfinite_step_changes_nothing(options):
+    trainer, optimizer = make_trainer(optimizer=options)
+    trainer.train_step(*batch(0))
     before = state(trainer, optimizer)
     objective = trainer.train_step(*batch(1, nan=True))[1]
     assert not np.isfinite(float(objective))
     assert_states_equal(state(trainer, optimizer), before)  # parameters, slots, iterations, rate
     assert int(trainer.step_count) == 1
+    trainer.train_step(*batch(2))
+    assert int(trainer.step_count) == 2 and np.isfinite(state(trainer, optimizer)[0]).all()
 
 
 def test_accumulated_gradients_apply_as_their_clipped_sum():
@@ -77,6 +91,8 @@ def test_accumulated_gradients_apply_as_their_clipped_sum():
     start = state(trainer, optimizer)
     trainer.train_step(*batch(0))
     assert_states_equal(state(trainer, optimizer), start)  # only summed so far
+    trainer.train_step(*batch(3, nan=True))  # not summed, not counted
+    assert_states_equal(state(trainer, optimizer), start)
     trainer.train_step(*batch(1))
     assert_states_equal(state(trainer, optimizer), keras_reference([batch(0), batch(1)], clip))
     assert int(trainer.step_count) == 1

@@ -28,48 +28,68 @@ from typing import Any, Callable, Optional, Sequence, Tuple
 from ..lazy_tf import tf
 
 
-def _kernel_adam(opt):
+def _constants(opt, dtype, *names):
+    """The optimizer's hyperparameters as tensors of `dtype`, made once per update, not once per variable."""
+    return [tf.constant(float(getattr(opt, name)), dtype) for name in names]
+
+
+# Each factory: (optimizer, dtype, keep) -> apply(index, var, grad, lr, *adam's beta powers) running the kernel.
+# keep(value, idle) is `value`, or, in a step that must change nothing, `idle`: a factory that passes its decay
+# rates through `keep` (idle 1: the slots keep their values) makes the kernel a no-op when the rate and the
+# gradient are 0 too (see `_GATED`).
+def _kernel_adam(opt, dtype, keep):
     ams = opt.amsgrad
     kernel = tf.raw_ops.ResourceApplyAdamWithAmsgrad if ams else tf.raw_ops.ResourceApplyAdam
+    beta1, beta2, epsilon = _constants(opt, dtype, "beta_1", "beta_2", "epsilon")
+    beta1, beta2 = keep(beta1, 1.0), keep(beta2, 1.0)
 
     def apply(index, var, grad, lr, beta1_power, beta2_power):
         slots = dict(m=opt._momentums[index].handle, v=opt._velocities[index].handle)
         if ams:
             slots["vhat"] = opt._velocity_hats[index].handle
         return kernel(var=var.handle, **slots, beta1_power=beta1_power, beta2_power=beta2_power, lr=lr,
-                      beta1=tf.cast(opt.beta_1, grad.dtype), beta2=tf.cast(opt.beta_2, grad.dtype),
-                      epsilon=tf.cast(opt.epsilon, grad.dtype), grad=grad, use_locking=False)
+                      beta1=beta1, beta2=beta2, epsilon=epsilon, grad=grad, use_locking=False)
     return apply
 
 
-def _kernel_sgd(opt):
-    def apply(index, var, grad, lr, *_):
-        if not opt.momentum:
-            return tf.raw_ops.ResourceApplyGradientDescent(var=var.handle, alpha=lr, delta=grad)
-        return tf.raw_ops.ResourceApplyKerasMomentum(
-            var=var.handle, accum=opt.momentums[index].handle, lr=lr, grad=grad,
-            momentum=tf.cast(opt.momentum, grad.dtype), use_nesterov=bool(opt.nesterov))
-    return apply
+def _kernel_sgd(opt, dtype, keep):
+    if not opt.momentum:
+        return lambda index, var, grad, lr, *_: tf.raw_ops.ResourceApplyGradientDescent(
+            var=var.handle, alpha=lr, delta=grad)
+    (momentum,) = _constants(opt, dtype, "momentum")
+    return lambda index, var, grad, lr, *_: tf.raw_ops.ResourceApplyKerasMomentum(
+        var=var.handle, accum=opt.momentums[index].handle, lr=lr, grad=grad, momentum=momentum,
+        use_nesterov=bool(opt.nesterov))
 
 
-def _kernel_rmsprop(opt):
+def _kernel_rmsprop(opt, dtype, keep):
+    rho, momentum, epsilon = _constants(opt, dtype, "rho", "momentum", "epsilon")
+
     def apply(index, var, grad, lr, *_):
         args = dict(var=var.handle, ms=opt._velocities[index].handle, mom=opt._momentums[index].handle, lr=lr,
-                    rho=tf.cast(opt.rho, grad.dtype), momentum=tf.cast(opt.momentum, grad.dtype),
-                    epsilon=tf.cast(opt.epsilon, grad.dtype), grad=grad)
+                    rho=rho, momentum=momentum, epsilon=epsilon, grad=grad)
         if opt.centered:
             return tf.raw_ops.ResourceApplyCenteredRMSProp(mg=opt._average_gradients[index].handle, **args)
         return tf.raw_ops.ResourceApplyRMSProp(**args)
     return apply
 
 
-def _kernel_adadelta(opt):
-    def apply(index, var, grad, lr, *_):
-        return tf.raw_ops.ResourceApplyAdadelta(
-            var=var.handle, accum=opt._accumulated_grads[index].handle,
-            accum_update=opt._accumulated_delta_vars[index].handle, lr=lr, rho=tf.cast(opt.rho, grad.dtype),
-            epsilon=tf.cast(opt.epsilon, grad.dtype), grad=grad)
-    return apply
+def _kernel_adadelta(opt, dtype, keep):
+    rho, epsilon = _constants(opt, dtype, "rho", "epsilon")
+    rho = keep(rho, 1.0)
+    return lambda index, var, grad, lr, *_: tf.raw_ops.ResourceApplyAdadelta(
+        var=var.handle, accum=opt._accumulated_grads[index].handle,
+        accum_update=opt._accumulated_delta_vars[index].handle, lr=lr, rho=rho, epsilon=epsilon, grad=grad)
+
+
+def _gated(opt) -> bool:
+    """Whether the kernel is a no-op with rate 0, gradient 0 and its decay rates 1 (`keep`'s idle values):
+    Adam and Adadelta given epsilon > 0 (else 0 / 0 where a slot is still 0), plain SGD. Momentum and RMSprop
+    are not (their variable moves by the momentum slot even then): they run inside a tf.cond."""
+    name = type(opt).__name__
+    if name == "SGD":
+        return not opt.momentum
+    return name in ("Adam", "Adadelta") and opt.epsilon > 0
 
 
 # exact Keras class name -> kernel factory (a subclass such as AdamW or a user's own class is not matched)
@@ -77,7 +97,7 @@ _KERNELS = {"Adam": _kernel_adam, "SGD": _kernel_sgd, "RMSprop": _kernel_rmsprop
 
 
 def fused_kernel(optimizer) -> Optional[Callable]:
-    """The per-variable kernel call for `optimizer`, or None when only Keras's own update is exact for it."""
+    """`(dtype, keep) -> per-variable kernel call` for `optimizer`, or None when only Keras's own update is exact for it."""
     make = _KERNELS.get(type(optimizer).__name__)
     if make is None or getattr(optimizer, "weight_decay", None):
         return None
@@ -86,21 +106,40 @@ def fused_kernel(optimizer) -> Optional[Callable]:
         return None
     if type(optimizer).__name__ == "RMSprop" and not optimizer.momentum:
         return None
-    return make(optimizer)
+    return lambda dtype, keep: make(optimizer, dtype, keep)
 
 
-def apply_gradients(optimizer, grads_and_vars: Sequence[Tuple[Any, Any]]) -> None:
+def apply_gradients(optimizer, grads_and_vars: Sequence[Tuple[Any, Any]], apply_if: Any = None) -> None:
     """``optimizer.apply_gradients(grads_and_vars)`` with one fused kernel per variable where the optimizer has
-    one (see the module doc); the optimizer must be built on the variables. Counts the step
-    (``optimizer.iterations``) as Keras does."""
-    kernel = fused_kernel(optimizer)
+    one (see the module doc; variables of several dtypes get Keras's update); the optimizer must be built on the
+    variables. Counts the step (``optimizer.iterations``) as Keras does.
+
+    With `apply_if` (a scalar bool tensor) a step where it is False changes nothing (variables, slots,
+    iterations). Where the kernel allows (`_gated`) that is done without a tf.cond: rate 0, gradients 0 and
+    decay rates 1 go into the same kernels (a tf.cond around the whole update traces and optimizes much slower:
+    its branch captures every variable, slot and gradient). Otherwise the update runs inside one tf.cond."""
+    fused = fused_kernel(optimizer)
     pairs = [(g, v) for g, v in grads_and_vars if g is not None]
     dtype = pairs[0][1].dtype.base_dtype if pairs else None
-    if kernel is None or not pairs or any(v.dtype.base_dtype != dtype for _, v in pairs):
-        optimizer.apply_gradients(pairs)
-        return
+    if fused is None or not pairs or any(v.dtype.base_dtype != dtype for _, v in pairs):
+        update = lambda: optimizer.apply_gradients(pairs)  # noqa: E731
+    elif apply_if is not None and _gated(optimizer):
+        return _apply_fused(optimizer, pairs, fused, dtype, apply_if)
+    else:
+        update = lambda: _apply_fused(optimizer, pairs, fused, dtype, None)  # noqa: E731
+    if apply_if is None:
+        update()
+    else:
+        tf.cond(apply_if, lambda: [update(), tf.no_op()][1], tf.no_op)
+
+
+def _apply_fused(optimizer, pairs, fused, dtype, apply_if):
+    def keep(value, idle):
+        return value if apply_if is None else tf.where(apply_if, value, tf.constant(idle, dtype))
+
+    kernel = fused(dtype, keep)
     iterations = optimizer.iterations
-    lr = tf.cast(optimizer.learning_rate, dtype)
+    lr = keep(tf.cast(optimizer.learning_rate, dtype), 0.0)
     step = tf.cast(iterations + 1, dtype)
     powers = ()
     if hasattr(optimizer, "beta_1"):
@@ -108,9 +147,9 @@ def apply_gradients(optimizer, grads_and_vars: Sequence[Tuple[Any, Any]]) -> Non
     updates = []
     for grad, var in pairs:
         grad = tf.cast(tf.convert_to_tensor(grad), dtype)  # an IndexedSlices becomes dense (see the module doc)
-        updates.append(kernel(optimizer._get_variable_index(var), var, grad, lr, *powers))
+        updates.append(kernel(optimizer._get_variable_index(var), var, keep(grad, 0.0), lr, *powers))
     with tf.control_dependencies(updates):
-        iterations.assign_add(1)
+        iterations.assign_add(1 if apply_if is None else tf.cast(apply_if, iterations.dtype))
 
 
 __all__ = ["apply_gradients", "fused_kernel"]

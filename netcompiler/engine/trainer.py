@@ -77,28 +77,27 @@ class Trainer(EpochLoop):
         losses, objective, grads = self._gradients(inputs, lengths, variables)
         objective, grads = self.workers.reduce_step(objective, grads)  # summed over workers (distributed.py)
         update = self._apply if self._accumulated is None else self._accumulate
-        finite = tf.math.is_finite(objective)
         # a non-finite step changes nothing: the caller stops training with the last good checkpoint intact
-        if self.stop_on_nonfinite:
-            tf.cond(finite, lambda: update(grads, variables), lambda: tf.no_op())
-        else:
-            update(grads, variables)
+        update(grads, variables, tf.math.is_finite(objective) if self.stop_on_nonfinite else None)
         return self._results(losses), objective
 
-    def _apply(self, grads, variables):
+    def _apply(self, grads, variables, apply_if=None):
+        """Updates the variables (nothing changes where the scalar bool `apply_if` is False)."""
         if self.clip_gradients is not None:
             grads = self.clip_gradients(grads)
         from .fused_updates import apply_gradients  # one fused kernel per variable where one is exact
-        apply_gradients(self.optimizer, list(zip(grads, variables)))
-        self.step_count.assign_add(1)
+        apply_gradients(self.optimizer, list(zip(grads, variables)), apply_if)
+        self.step_count.assign_add(1 if apply_if is None else tf.cast(apply_if, tf.int64))
         return tf.no_op()
 
-    def _accumulate(self, grads, variables):
-        """Adds the batch's gradients to the sums; applies and clears them at every N-th batch."""
+    def _accumulate(self, grads, variables, apply_if=None):
+        """Adds the batch's gradients to the sums (not where `apply_if` is False); applies and clears them at
+        every N-th batch."""
         for total, grad in zip(self._accumulated, grads):
             if grad is not None:
-                total.assign_add(tf.convert_to_tensor(grad))
-        self._pending.assign_add(1)
+                grad = tf.convert_to_tensor(grad)
+                total.assign_add(grad if apply_if is None else tf.where(apply_if, grad, tf.zeros_like(grad)))
+        self._pending.assign_add(1 if apply_if is None else tf.cast(apply_if, tf.int64))
         tf.cond(tf.equal(self._pending, self.accum_grad_steps), self._flush, lambda: tf.no_op())
         return tf.no_op()
 
