@@ -1,6 +1,7 @@
 """bfloat16 mixed precision (`tf_amp`, `torch_amp`) and compiled steps (`tf_jit`, `torch_compile`):
 the config keys, and one small network (linear + ReLU, layer norm, softmax with CE) trained a step on both
-backends: the parameters stay float32, the step computes in bfloat16 (its loss differs from the float32 one,
+backends: the parameters stay float32 (a layer's bfloat16 output under torch's autocast stands for its float32
+template), the step computes in bfloat16 (its loss differs from the float32 one,
 but by little), the update is finite; XLA gives the float32 numbers."""
 import io
 
@@ -25,7 +26,8 @@ load_builtin_layers()
 EXTERN = {"data": {"dim": 16}, "classes": {"dim": 12, "sparse": True}}
 NETWORK = {
     "hidden": {"class": "linear", "n_out": 64, "activation": "relu", "from": "data"},
-    "norm": {"class": "layer_norm", "from": "hidden"},
+    "proj": {"class": "linear", "n_out": 32, "with_bias": False, "from": "hidden"},  # on torch: a bf16 output
+    "norm": {"class": "layer_norm", "from": "proj"},
     "output": {"class": "softmax", "loss": "ce", "from": "norm", "target": "classes"},
 }
 OPTIMIZER = {"optimizer": {"class": "adam"}, "learning_rate": 0.01}

@@ -44,6 +44,12 @@ class Backend:
         raise _missing(cls, "dtype_name")
 
     @classmethod
+    def autocast_dtype_name(cls) -> Optional[str]:
+        """The dtype float32 values are computed in right now ("bfloat16" under PyTorch's bfloat16 autocast:
+        mixed precision, `engine/precision.py`), or None: a value of that dtype stands for a float32 template."""
+        return None
+
+    @classmethod
     def get_known_shape_raw(cls, raw: Any) -> Tuple[Optional[int], ...]:
         """The static shape: ints where known, None elsewhere (no ops are created)."""
         raise _missing(cls, "get_known_shape_raw")

@@ -305,7 +305,7 @@ def conform_to_template(layer, y: Any, backend) -> Tensor:
             if dim.size is not None and actual is not None and actual != dim.size:
                 problems.append(f"axis {axis} has size {actual} instead of {dim.size} ({data.dim_label(dim)})")
     dtype = backend.dtype_name(y.raw)
-    if dtype != data.dtype:
+    if dtype != data.dtype and not (data.dtype == "float32" and dtype == backend.autocast_dtype_name()):
         problems.append(f"dtype {dtype} instead of {data.dtype}")
     if problems:
         raise TemplateMismatchError(

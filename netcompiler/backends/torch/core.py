@@ -160,6 +160,8 @@ class CoreOps:
     def convert_to_raw(cls, value: Any, dtype: str) -> Any:
         if isinstance(value, torch.Tensor):
             return value if value.dtype == torch_dtype(dtype) else value.to(torch_dtype(dtype))
+        if dtype == "bfloat16":  # NumPy has no bfloat16 that torch reads (a constant under bf16 autocast)
+            return torch.from_numpy(np.array(value, dtype="float32")).to(torch.bfloat16)
         return torch.from_numpy(np.array(value, dtype=dtype))  # a copy: the caller's array stays its own
 
     @classmethod
@@ -169,6 +171,10 @@ class CoreOps:
     @classmethod
     def dtype_name(cls, raw: Any) -> str:
         return str(raw.dtype).replace("torch.", "")
+
+    @classmethod
+    def autocast_dtype_name(cls) -> Optional[str]:
+        return "bfloat16" if torch.is_autocast_enabled("cpu") else None
 
     @classmethod
     def get_known_shape_raw(cls, raw: Any):
