@@ -2,7 +2,6 @@
 the build-time growth exponent, the 5000-layer chain and the input pipeline. `render` also says whether a goal was
 missed and whether a measurement crashed."""
 
-import math
 
 GOALS = {  # measure: (goal text, test of the ratio)
     "build": ("<= 1.2", lambda r: r <= 1.2),
@@ -134,10 +133,11 @@ def render(results):
         rows.extend(model_rows(verdicts, name, entry))
     header = ["model", "backend", "params", "build CPU s nc / hand", "ratio", "goal", "",
               "frames/CPU-s nc / hand", "ratio", "goal", "", "peak MB nc / hand", "ratio", "goal", ""]
+    end = f"{meta['load_end']:.1f} at the end" if "load_end" in meta else "the run did not finish"
     lines = [f"Size {meta['size']}, {meta['reps']} timed passes per side, {meta['rounds']} process(es) per side; "
              f"{meta['cpus']} CPUs shared with other sessions (load average {meta['load_start']:.1f} at the start, "
-             f"{meta.get('load_end', math.nan):.1f} at the end), {meta['started']}. CPU times are process user+sys "
-             "(all threads): the machine is shared, wall time measures the others too.", ""]
+             f"{end}), {meta['started']}. CPU times are process user+sys (all threads): the machine is shared, wall "
+             "time measures the others too.", ""]
     lines += table(header, rows) + [""]
     lines += growth_lines(verdicts, results.get("growth")) + [""]
     lines += scaling_lines(verdicts, results.get("scaling"))

@@ -58,8 +58,8 @@ def merge(results):
     return {k: statistics.median(vs) if number(vs[0]) and len(set(vs)) > 1 else vs[0] for k, vs in values.items()}
 
 
-def benchmark_models(names, args, size, log):
-    results = {}
+def benchmark_models(names, args, size, log, results, save):
+    """Measures the models into `results` (a dict: model -> side -> measures), calling `save` after each."""
     for i, name in enumerate(names):
         model = get_model(name, size)
         print(f"{name}: {model.description}", file=log, flush=True)
@@ -72,7 +72,7 @@ def benchmark_models(names, args, size, log):
                 for side in (pair if (i + r) % 2 == 0 else pair[::-1]):  # alternate which side goes first
                     rounds[side].append(run_child(name, side, size, args.reps, log, check=not args.no_check and r == 0))
             entry.update({side: merge(rs) for side, rs in rounds.items()})
-    return results
+        save()
 
 
 def growth(results):
@@ -102,12 +102,16 @@ def main():
     parser.add_argument("--no-torch", action="store_true", help="skip the PyTorch sides (skipped too without torch)")
     parser.add_argument("--no-check", action="store_true", help="skip the weights-copied loss/gradient check")
     parser.add_argument("--no-pipeline", action="store_true", help="skip the input-pipeline measurement")
-    parser.add_argument("--json", metavar="FILE", help="also write all results to FILE")
+    parser.add_argument("--json", metavar="FILE", help="also write all results to FILE (after every model)")
+    parser.add_argument("--report", metavar="FILE", help="print the table of a --json FILE (also of a partial run)")
     parser.add_argument("--check", action="store_true", help=argparse.SUPPRESS)  # a child: compare the models too
     parser.add_argument("--child", nargs=4, metavar=("MODEL", "SIDE", "SIZE", "REPS"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         return child(*args.child, args.check)
+    if args.report:
+        with open(args.report) as f:
+            return finish(json.load(f), quick=True)
     size = "quick" if args.quick else "full" if args.full else "default"
     args.reps = args.reps or (1 if args.quick else 3)
     names = [n for n in args.models.split(",") if n]
@@ -119,21 +123,31 @@ def main():
           f"{os.cpu_count()} CPUs, load average {load:.1f}", file=log, flush=True)
     results = {"meta": {"size": size, "reps": args.reps, "rounds": args.rounds, "cpus": os.cpu_count(),
                         "load_start": load, "started": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(start))},
-               "models": benchmark_models(names, args, size, log)}
+               "models": {}}
+
+    def save():  # after every model, so an interrupted run keeps what it measured (see --report)
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(results, f, indent=1)
+
+    benchmark_models(names, args, size, log, results["models"], save)
     results["growth"] = growth(results["models"])
     if args.scaling:
         results["scaling"] = run_child(f"linear-{SCALING_LAYERS}", "nc-tf", size, 0, log)
     if not args.no_pipeline:
         results["pipeline"] = {name: run_child(f"pipeline:{name}", "nc-tf", size, 0, log) for name in ("12ax", "hdf")}
     results["meta"].update(load_end=os.getloadavg()[0], seconds=time.time() - start)
+    save()
+    return finish(results, args.quick)
+
+
+def finish(results, quick):
+    """Prints the report; the exit code (2 crash, 1 missed goal unless quick, else 0)."""
     text, missed, crashed = report.render(results)
     print(text)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(results, f, indent=1)
     if crashed:
         return 2
-    return 1 if missed and not args.quick else 0
+    return 1 if missed and not quick else 0
 
 
 def child(what, side, size, reps, check):
