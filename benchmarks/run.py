@@ -28,6 +28,7 @@ from measure import RESULT_MARK  # noqa: E402
 import report  # noqa: E402
 
 SCALING_LAYERS = 5000
+QUICK_TORCH = ("linear-100", "transformer")  # --quick runs only these on torch (the 3-minute budget)
 
 
 def run_child(what, side, size, reps, log, check=False):
@@ -64,7 +65,8 @@ def benchmark_models(names, args, size, log, results, save):
         model = get_model(name, size)
         print(f"{name}: {model.description}", file=log, flush=True)
         entry = results[name] = {"description": model.description}
-        with_torch = model.torch and not args.no_torch and importlib.util.find_spec("torch") is not None
+        with_torch = (model.torch and not args.no_torch and importlib.util.find_spec("torch") is not None
+                      and (name in QUICK_TORCH or not args.quick))
         pairs = [("nc-tf", "hand-tf")] + ([("nc-torch", "hand-torch")] if with_torch else [])
         for pair in pairs:
             rounds = {side: [] for side in pair}
