@@ -1,11 +1,14 @@
 """The PyTorch backend's recurrences: Python loops over time with the TensorFlow backend's gate layouts
-(netcompiler/frontend/rec.py)."""
+(netcompiler/frontend/rec.py). The LSTM is one autograd Function with a hand-written backward where it applies
+(lstm_function.py), else (bfloat16 autocast, torch.compile) the plain loop, differentiated by autograd."""
 
 from __future__ import annotations
 
 from typing import Any, Callable
 
 import torch
+
+from .lstm_function import LSTMFunction, lstm_function_applies
 
 
 class RecurrentOps:
@@ -14,6 +17,13 @@ class RecurrentOps:
 
     @classmethod
     def lstm_raw(cls, xw: Any, rec_weight: Any, state_h: Any, state_c: Any):
+        if lstm_function_applies(xw, rec_weight, state_h, state_c):
+            return LSTMFunction.apply(xw, rec_weight, state_h, state_c)
+        return cls.lstm_autograd(xw, rec_weight, state_h, state_c)
+
+    @staticmethod
+    def lstm_autograd(xw: Any, rec_weight: Any, state_h: Any, state_c: Any):
+        """`lstm_raw` as a Python loop of torch ops, differentiated by autograd."""
         h, cell = state_h, state_c
         hs, cells = [], []
         for t in range(xw.shape[0]):
