@@ -39,10 +39,10 @@ class RecurrentOps:
         n = rec_weight.shape[0]
         gates_weights, candidate_weights = rec_weight[:, :2 * n], rec_weight[:, 2 * n:]
         h, hs = state, []
-        for t in range(xw.shape[0]):
-            gates = torch.sigmoid(xw[t, :, :2 * n] + torch.matmul(h, gates_weights))
+        for frame in torch.unbind(xw, 0):
+            gates = torch.sigmoid(torch.addmm(frame[:, :2 * n], h, gates_weights))
             update, reset = gates[:, :n], gates[:, n:]
-            candidate = torch.tanh(xw[t, :, 2 * n:] + torch.matmul(reset * h, candidate_weights))
+            candidate = torch.tanh(torch.addmm(frame[:, 2 * n:], reset * h, candidate_weights))
             h = update * h + (1.0 - update) * candidate
             hs.append(h)
         return _stack(hs, state)
@@ -50,8 +50,8 @@ class RecurrentOps:
     @classmethod
     def rnn_raw(cls, xw: Any, rec_weight: Any, state: Any, activation: Callable[[Any], Any]) -> Any:
         h, hs = state, []
-        for t in range(xw.shape[0]):
-            h = activation(xw[t] + torch.matmul(h, rec_weight))
+        for frame in torch.unbind(xw, 0):
+            h = activation(torch.addmm(frame, h, rec_weight))
             hs.append(h)
         return _stack(hs, state)
 
