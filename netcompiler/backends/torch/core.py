@@ -375,12 +375,11 @@ class CoreOps:
     # --- randomness -----------------------------------------------------------------------------------
     @classmethod
     def dropout_raw(cls, raw: Any, rate: float, noise_shape: Optional[Sequence[Any]]) -> Any:
-        # PyTorch's own dropout: one mask draw and one multiply each way (a mask by hand and a `where` took twice
-        # the ops and memory). Unlike TF, a dropped inf or NaN gives NaN (0 times it), as in any PyTorch model.
-        if noise_shape is None:
-            return torch.nn.functional.dropout(raw, rate, training=True)
-        keep = torch.empty([as_int(n) for n in noise_shape], dtype=raw.dtype).bernoulli_(1.0 - rate)
-        return raw * keep.div_(1.0 - rate)  # the small mask broadcast over the dims it lacks
+        # One multiply by a scaled 0/1 mask each way, the mask drawn as uniform >= rate (measured faster than
+        # F.dropout's bernoulli_ on CPU; a mask by hand plus `where` took twice the ops). A noise shape draws the
+        # small mask and broadcasts it. Unlike TF, a dropped inf or NaN gives NaN (0 times it), as F.dropout does.
+        shape = raw.shape if noise_shape is None else [as_int(n) for n in noise_shape]
+        return raw * (torch.rand(shape, dtype=raw.dtype) >= rate).to(raw.dtype).mul_(1.0 / (1.0 - rate))
 
     _seeded_generators: dict = {}
     """seed -> the torch.Generator of the `random_raw` draws that give that `seed` (restarted with the seed)."""
