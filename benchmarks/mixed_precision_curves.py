@@ -1,7 +1,7 @@
 """Does bfloat16 mixed precision converge like float32? Trains shipped configs twice, float32 and with
 `tf_amp`/`torch_amp` = "bfloat16" (same seed, same data), and writes both dev-score curves (a PNG and a table).
 
-    python benchmarks/mixed_precision_curves.py                         # transformer-enc-rf.py on TF and torch
+    python benchmarks/mixed_precision_curves.py        # demo-12ax-lstm.py, transformer-enc-rf.py on TF and torch
     python benchmarks/mixed_precision_curves.py --epochs 3 --runs transformer-enc-rf.py:torch demo-12ax-lstm.py:tensorflow
     python benchmarks/mixed_precision_curves.py --out out/mixed_precision_curves
 
@@ -101,6 +101,7 @@ def plot(curves, path):
             ax.plot(epochs, [bf16[e][key] for e in epochs], "--x", color=line.get_color(), label=f"dev {key} bfloat16")
         ax.set_title(name)
         ax.set_xlabel("epoch")
+        ax.set_xticks(sorted(fp32))
         ax.set_yscale("log")
         ax.legend(fontsize=8)
     fig.tight_layout()
@@ -109,7 +110,8 @@ def plot(curves, path):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--runs", nargs="+", default=["transformer-enc-rf.py:tensorflow", "transformer-enc-rf.py:torch"],
+    parser.add_argument("--runs", nargs="+", default=["demo-12ax-lstm.py:tensorflow", "demo-12ax-lstm.py:torch",
+                                                      "transformer-enc-rf.py:tensorflow", "transformer-enc-rf.py:torch"],
                         help="CONFIG:BACKEND, the config a file in configs/")
     parser.add_argument("--epochs", type=int, default=5)
     parser.add_argument("--out", default=os.path.join(ROOT, "out", "mixed_precision_curves"),
