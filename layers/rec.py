@@ -120,9 +120,10 @@ class RecLayer(LoopUnit, BuiltinUnit, LayerBase):
 
     Emission, through the op layer (`rf.lstm`, `rf.gru`, `rf.rnn`, netcompiler/frontend/rec.py): every index
     of the other frame dims (batch, extra spatial dims) is a sequence of its own. Every unit projects all
-    frames with one matmul, then recurs in one backend loop (TensorFlow: one `scan`, traced once for any
-    length; netcompiler/backends/tensorflow/recurrent.py says why not TF's fused LSTM kernel). Frames after
-    a sequence's end are computed on padding but cannot reach earlier frames. direction -1 reverses each
+    frames with one matmul, then recurs in one backend loop (TensorFlow: one graph loop, traced once for any
+    length; the LSTM's backward is a hand-written loop on both backends, backends/tensorflow/lstm_loop.py and
+    backends/torch/lstm_function.py; backends/tensorflow/recurrent.py says why not TF's fused LSTM kernel).
+    Frames after a sequence's end are computed on padding but cannot reach earlier frames. direction -1 reverses each
     sequence within its own length (`rf.reverse_sequence`, which keeps its padding behind it), runs forward,
     and reverses back. The output is zero on padded frames of the iterated dim. The unit runs time-major and its
     result is the output as it is: a batch-major input is transposed once, a time-major one (another rec layer's
