@@ -89,9 +89,10 @@ def clip_torch_gradients(grads: List[Optional[torch.Tensor]], clip: Dict[str, fl
     """The gradients clipped as `optimizers.gradient_clipping` says (by value, per-tensor norm, global norm with
     the norm of the gradients as they came, as on TensorFlow); None entries stay None."""
     present = [g for g in grads if g is not None]
-    global_norm = None
-    if clip["global_norm"] and present:
-        global_norm = torch.sqrt(sum(torch.sum(torch.square(g.double())) for g in present))
+    scale = None
+    if clip["global_norm"] and present:  # one norm kernel per tensor; their norm in float64
+        global_norm = torch.linalg.vector_norm(torch.stack(torch._foreach_norm(present)).double())
+        scale = clip["global_norm"] / torch.clamp(global_norm, min=clip["global_norm"])
     result = []
     for grad in grads:
         if grad is not None:
@@ -100,9 +101,7 @@ def clip_torch_gradients(grads: List[Optional[torch.Tensor]], clip: Dict[str, fl
             if clip["norm"]:
                 norm = torch.sqrt(torch.sum(torch.square(grad)))
                 grad = grad * (clip["norm"] / torch.maximum(norm, torch.tensor(clip["norm"], dtype=norm.dtype)))
-            if global_norm is not None:
-                scale = clip["global_norm"] / torch.maximum(global_norm, torch.tensor(clip["global_norm"],
-                                                                                       dtype=global_norm.dtype))
+            if scale is not None:
                 grad = grad * scale.to(grad.dtype)
         result.append(grad)
     return result
