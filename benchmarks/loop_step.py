@@ -66,7 +66,8 @@ class HandAttention(HandModel):
                 d + "readout/W": [state + 2 * enc + embed, readout], d + "readout/b": [readout],
                 d + "output_prob/W": [readout, symbols], d + "output_prob/b": [symbols]}
         for name in ("enc_fw", "enc_bw"):
-            spec.update({name + "/W": [embed, 4 * enc], name + "/W_re": [enc, 4 * enc], name + "/b": [4 * enc]})
+            rec = name + "/rec/"  # the rec units' parameter names
+            spec.update({rec + "W": [embed, 4 * enc], rec + "W_re": [enc, 4 * enc], rec + "b": [4 * enc]})
         self.v = {k: tf.Variable(glorot(s) if len(s) > 1 else tf.zeros(s), name=k.replace("/", "_"))
                   for k, s in spec.items()}
 
@@ -76,7 +77,8 @@ class HandAttention(HandModel):
 
     def run_lstm(self, x, name):
         """x: [T, B, in] -> h: [T, B, n]."""
-        return scan_lstm(x, self.v[name + "/W"], self.v[name + "/W_re"], self.v[name + "/b"], name=name)
+        v = {p: self.v[f"{name}/rec/{p}"] for p in ("W", "W_re", "b")}
+        return scan_lstm(x, v["W"], v["W_re"], v["b"], name=name)
 
     def logits(self, x, y, lengths, training):
         """[B, S, symbols] for inputs x [B, T] and targets y [B, S] (teacher forcing on y)."""
