@@ -88,6 +88,16 @@ class EmitContext:
     def training(self) -> bool:
         return self.run.training
 
+    def release(self) -> None:
+        """Drops the layer outputs of this pass (of every network in it). A context refers to itself through
+        `_contexts`, a reference cycle: without this, a train step's outputs stay in memory after the step
+        until Python's cycle collector runs. (The autograd graph keeps what a backward pass needs.)"""
+        for ctx in list(self._contexts.values()):
+            ctx._values.clear()
+            ctx._logits.clear()
+            ctx._tiled.clear()
+        self._contexts.clear()
+
     # --- values ------------------------------------------------------------------------------
     def value(self, layer) -> Tensor:
         """The output of `layer` (of this network or another one of the pass), emitting it if not done yet."""

@@ -164,7 +164,9 @@ class CompiledNetwork(StepModel):
         """(losses of the batch, the objective): the forward pass, every loss layer's loss, their combination."""
         ctx = self.forward(inputs, lengths, training=training)
         losses = self.losses(ctx)
-        return losses, self.objective(losses, ctx)
+        objective = self.objective(losses, ctx)
+        ctx.release()  # the outputs are freed now, not when the cycle collector next runs
+        return losses, objective
 
     def loss_names(self) -> Tuple[Dict[str, str], Dict[str, Optional[str]]]:
         """Per loss layer: the loss's label (`ce`) and its error's label (`fer`, or None)."""
