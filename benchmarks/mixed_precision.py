@@ -9,7 +9,7 @@
 See benchmarks/README.md ("mixed_precision.py") for what is measured and the results.
 """
 
-import argparse, os, re, resource, statistics, sys, tempfile, time  # noqa: E401
+import argparse, os, re, resource, statistics, subprocess, sys, tempfile, time  # noqa: E401
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -133,7 +133,8 @@ def benchmark(model_name, backends, reps, quick, torch_compile):
     print(f"\n{model_name}: {description}; {count} batches of B={size}, T {lo}..{hi} ({frames} valid frames per "
           f"pass), median of {reps}")
     results = measure(sides, batches, reps)
-    print(f"  {'side':14s} {'frames/CPU-s':>12s} {'frames/s':>9s}  {'first pass CPU s':>16s}  ratio vs fp32 (CPU, wall)")
+    print(f"  {'side':14s} {'frames/CPU-s':>12s} {'frames/s':>9s}  {'first pass CPU s':>16s}  "
+          "ratio vs fp32 (CPU, wall)")
     missed = False
     for name, (first, cpu, wall) in results.items():
         base = results[name.split()[0] + " fp32"]
@@ -157,6 +158,12 @@ def main():
     parser.add_argument("--quick", action="store_true", help="one small batch, one repetition (CI smoke)")
     parser.add_argument("--torch-compile", action="store_true", help="also time torch_compile (slow to compile)")
     args = parser.parse_args()
+    if len(args.models) > 1:  # one process per model: all sides of the big models in one process ran out of memory
+        options = ["--reps", str(args.reps), "--backends", *args.backends] + ["--quick"] * args.quick \
+            + ["--torch-compile"] * args.torch_compile
+        codes = [subprocess.call([sys.executable, os.path.abspath(__file__), "--models", model] + options)
+                 for model in args.models]
+        sys.exit(max(codes))
     load_builtin_layers()
     tf.get_logger().setLevel("ERROR")  # each side is a new Trainer: TF's warning about many traced functions
     reps = 1 if args.quick else args.reps

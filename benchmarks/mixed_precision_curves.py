@@ -2,7 +2,7 @@
 `tf_amp`/`torch_amp` = "bfloat16" (same seed, same data), and writes both dev-score curves (a PNG and a table).
 
     python benchmarks/mixed_precision_curves.py        # demo-12ax-lstm.py, transformer-enc-rf.py on TF and torch
-    python benchmarks/mixed_precision_curves.py --epochs 3 --runs transformer-enc-rf.py:torch demo-12ax-lstm.py:tensorflow
+    python benchmarks/mixed_precision_curves.py --epochs 3 --runs demo-12ax-lstm.py:torch
     python benchmarks/mixed_precision_curves.py --out out/mixed_precision_curves
 
 See benchmarks/README.md ("mixed_precision_curves.py") for the tolerance and the results.
@@ -110,8 +110,9 @@ def plot(curves, path):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--runs", nargs="+", default=["demo-12ax-lstm.py:tensorflow", "demo-12ax-lstm.py:torch",
-                                                      "transformer-enc-rf.py:tensorflow", "transformer-enc-rf.py:torch"],
+    runs = [f"{config}:{backend}" for config in ("demo-12ax-lstm.py", "transformer-enc-rf.py")
+            for backend in ("tensorflow", "torch")]
+    parser.add_argument("--runs", nargs="+", default=runs,
                         help="CONFIG:BACKEND, the config a file in configs/")
     parser.add_argument("--epochs", type=int, default=5)
     parser.add_argument("--out", default=os.path.join(ROOT, "out", "mixed_precision_curves"),
