@@ -21,6 +21,10 @@ Where a class has an epsilon and none is given, RETURNN's default
 The learning rate is a variable of the optimizer: `set_learning_rate` changes
 it between epochs without retracing the train step.
 
+The TF trainer applies the update with one fused kernel per variable on this
+optimizer's own slots where the kernel's math is the Keras class's (see
+`fused_updates`); checkpoints hold the Keras optimizer's variables either way.
+
 ``maximize_grad_norm = F`` (`maximize_grad_norm`; the trainer does it): each gradient gets the gradient of
 -F * (the global norm of all gradients) added first, as in RETURNN.
 
