@@ -9,16 +9,16 @@
 See benchmarks/README.md ("mixed_precision.py") for what is measured and the results.
 """
 
-import argparse, os, re, resource, statistics, subprocess, sys, tempfile, time  # noqa: E401
+import argparse, os, resource, statistics, subprocess, sys, time  # noqa: E401
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [HERE, os.path.dirname(HERE)]  # train_step.py beside it; netcompiler without installing
 import numpy as np  # noqa: E402
 
-from train_step import ROOT, random_batches, tf  # noqa: E402  (imports TensorFlow)
+from train_step import random_batches, tf  # noqa: E402  (imports TensorFlow)
+from models import linear_config, transformer_config  # noqa: E402
 from netcompiler.builtin import load_builtin_layers  # noqa: E402
-from netcompiler.config import Config, load_config  # noqa: E402
 from netcompiler.emit.model import CompiledNetwork  # noqa: E402
 from netcompiler.engine.precision import StepCompute  # noqa: E402
 from netcompiler.network import build_network  # noqa: E402
@@ -26,35 +26,12 @@ from netcompiler.network import build_network  # noqa: E402
 TARGET = 1.6  # issue 12 goal 4: the Transformer's bf16 train throughput over its fp32 one
 
 
-def transformer(d_model=256, heads=4, d_ff=1024):
-    """configs/transformer-enc.py (2 pre-norm blocks, 80-dim input, 500 classes) with these sizes."""
-    with open(os.path.join(ROOT, "configs", "transformer-enc.py")) as f:
-        source = f.read()
-    for name, value in (("_d_model", d_model), ("_heads", heads), ("_d_ff", d_ff)):
-        source, count = re.subn(rf"^{name} = \d+$", f"{name} = {value}", source, flags=re.M)
-        assert count == 1, f"configs/transformer-enc.py: no line '{name} = <int>'"
-    with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
-        f.write(source)
-    try:
-        return load_config(f.name)
-    finally:
-        os.unlink(f.name)
-
-
-def linear_chain(layers=8, width=1024, dim=80, classes=500):
-    """`layers` linear layers of `width` (ReLU, dropout 0.1) and a softmax with CE."""
-    network = {f"l{i}": {"class": "linear", "n_out": width, "activation": "relu", "dropout": 0.1,
-                         "from": f"l{i - 1}" if i > 1 else "data"} for i in range(1, layers + 1)}
-    network["output"] = {"class": "softmax", "n_out": classes, "loss": "ce", "target": "classes",
-                         "from": f"l{layers}"}
-    return Config({"extern_data": {"data": {"dim": dim}, "classes": {"dim": classes, "sparse": True}},
-                   "network": network, "optimizer": {"class": "adam"}, "learning_rate": 0.001})
-
-
-MODELS = {
-    "transformer": ("configs/transformer-enc.py as shipped (d 256, 4 heads, FF 1024)", transformer),
-    "transformer-512": ("transformer-enc.py with d 512, 8 heads, FF 2048", lambda: transformer(512, 8, 2048)),
-    "linear": ("8 linear layers x 1024, ReLU, dropout 0.1, 500-class softmax", linear_chain),
+MODELS = {  # configs of models.py (benchmarks/run.py's models) at these sizes
+    "transformer": ("configs/transformer-enc.py as shipped (2 blocks, d 256, 4 heads, FF 1024)",
+                    lambda: transformer_config(2, 256, 4, 1024)),
+    "transformer-512": ("transformer-enc.py with d 512, 8 heads, FF 2048", lambda: transformer_config(2, 512, 8, 2048)),
+    "linear": ("8 linear layers x 1024, ReLU, dropout 0.1, 500-class softmax",
+               lambda: linear_config(8, 1024, dim=80, classes=500)),
 }
 
 
