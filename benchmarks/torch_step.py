@@ -165,7 +165,7 @@ def HandBLSTM(*args, **kwargs):  # noqa: N802  (a class made when torch is impor
 
 
 # --- the two sides ---------------------------------------------------------------------------------------------------
-def hand_step_fn(net, config, classes):
+def hand_step_fn(net, config, classes, fused=False):
     """step(x, y, lengths) -> loss of the hand-written model: summed CE over valid frames with the config's label
     smoothing as netcompiler defines it (1 - s on the target, s / (C - 1) elsewhere: torch's smoothing of
     s C / (C - 1); the loss differs by that target's entropy per frame), global-norm clipping, Adam."""
@@ -174,7 +174,7 @@ def hand_step_fn(net, config, classes):
 
     values = config.values
     params = [p for p in net.parameters() if p.requires_grad]
-    optimizer = torch.optim.Adam(params, lr=values["learning_rate"])
+    optimizer = torch.optim.Adam(params, lr=values["learning_rate"], **({"fused": True} if fused else {}))
     s = values["network"]["output"].get("loss_opts", {}).get("label_smoothing", 0.0)
     clip = values.get("gradient_clip_global_norm", 0.0)
 
@@ -199,7 +199,7 @@ def hand_step_fn(net, config, classes):
     return step, loss_fn, entropy
 
 
-def build_sides(name, settings, which=("nc", "hand")):
+def build_sides(name, settings, which=("nc", "hand"), hand_fused=False):
     """{side: (step, parameter count)}, and what the agreement check needs."""
     import torch
     from netcompiler.builtin import load_builtin_layers
@@ -222,7 +222,7 @@ def build_sides(name, settings, which=("nc", "hand")):
         extra.update(model=model, trainer=trainer)
     if "hand" in which:
         hand.train()
-        step, loss_fn, entropy = hand_step_fn(hand, config, classes)
+        step, loss_fn, entropy = hand_step_fn(hand, config, classes, hand_fused)
         sides["hand"] = (step, sum(p.numel() for p in hand.parameters() if p.requires_grad))
         extra.update(loss_fn=loss_fn, entropy=entropy)
     return sides, extra
@@ -275,12 +275,12 @@ def check_agreement(extra, batch):
 
 
 # --- children --------------------------------------------------------------------------------------------------------
-def time_child(name, sizes, rounds, threads):
+def time_child(name, sizes, rounds, threads, hand_fused=False):
     import torch
 
     torch.set_num_threads(threads)
     size, frames, settings = sizes[name]
-    sides, extra = build_sides(name, settings)
+    sides, extra = build_sides(name, settings, hand_fused=hand_fused)
     assert sides["nc"][1] == sides["hand"][1], f"parameter counts differ: {sides['nc'][1]} vs {sides['hand'][1]}"
     data = batches(2, size, frames, extra["dim"], extra["classes"])
     result = {"params": sides["nc"][1], "check": check_agreement(extra, data[0])}
@@ -300,7 +300,7 @@ def time_child(name, sizes, rounds, threads):
     return result
 
 
-def memory_child(name, side, sizes, threads):
+def memory_child(name, side, sizes, threads, hand_fused=False):
     import torch  # noqa: F401  both sides import torch and netcompiler's modules before the baseline
     import netcompiler.emit.model  # noqa: F401
     import netcompiler.engine.torch_trainer  # noqa: F401
@@ -308,7 +308,7 @@ def memory_child(name, side, sizes, threads):
     torch.set_num_threads(threads)
     size, frames, settings = sizes[name]
     base = status_mb("VmRSS")
-    sides, extra = build_sides(name, settings, which=(side,))
+    sides, extra = build_sides(name, settings, which=(side,), hand_fused=hand_fused)
     for batch in batches(2, size, frames, extra["dim"], extra["classes"]) * 2:
         float(sides[side][0](*batch))
     return {"peak_mb": status_mb("VmHWM"), "above_imports_mb": status_mb("VmHWM") - base}
@@ -329,6 +329,8 @@ def main():
     parser.add_argument("--rounds", type=int, default=5, help="timed passes per side, alternating (default 5)")
     parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads of both sides (default 1)")
     parser.add_argument("--quick", action="store_true", help="small sizes, 3 rounds")
+    parser.add_argument("--hand-fused", action="store_true",
+                        help="the hand-written side with torch.optim.Adam(fused=True) too (default: torch's default)")
     parser.add_argument("--no-memory", action="store_true", help="skip the peak-memory children")
     parser.add_argument("--child", nargs=2, metavar=("KIND", "MODEL"), help=argparse.SUPPRESS)
     parser.add_argument("--side", help=argparse.SUPPRESS)
@@ -336,12 +338,13 @@ def main():
     sizes = QUICK if args.quick else SIZES
     if args.child:
         kind, name = args.child
-        result = time_child(name, sizes, args.rounds, args.threads) if kind == "time" else \
-            memory_child(name, args.side, sizes, args.threads)
+        result = time_child(name, sizes, args.rounds, args.threads, args.hand_fused) if kind == "time" else \
+            memory_child(name, args.side, sizes, args.threads, args.hand_fused)
         print(MARK + json.dumps(result), flush=True)
         os._exit(0)
     rounds = 3 if args.quick and args.rounds == 5 else args.rounds
-    common = ["--rounds", str(rounds), "--threads", str(args.threads)] + ["--quick"] * args.quick
+    common = ["--rounds", str(rounds), "--threads", str(args.threads)] + ["--quick"] * args.quick + \
+        ["--hand-fused"] * args.hand_fused
     print(f"| model | params | frames/CPU-s nc | hand | ratio (goal >= 1.0) | peak MB nc / hand | ratio (goal <= 1.1) "
           f"| above imports MB nc / hand | loss, grad agree |")
     print("|---|---|---|---|---|---|---|---|---|")
