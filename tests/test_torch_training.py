@@ -381,7 +381,7 @@ def test_maximize_grad_norm_gradients_match_tensorflow():
     inputs, lengths = batches()[0]
     torch_net, tf_net = torch_model(), tf_model()
     trainer = TorchTrainer(torch_net, None, None, maximize_grad_norm=0.5)
-    losses, objective = torch_net.step_losses(*map(to_torch, (inputs, lengths)), training=True)
+    losses, objective = trainer._losses(*map(to_torch, (inputs, lengths)), training=True)
     trainer._backward(objective)
     got = [p.grad.numpy() for p in torch_net.trainable_params]
     want = Trainer(tf_net, None, None, maximize_grad_norm=0.5)._gradients(inputs, lengths, tf_net.trainable_params)[2]

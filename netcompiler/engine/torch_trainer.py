@@ -8,6 +8,7 @@ from typing import Any, Callable, Dict, List, Optional
 import numpy as np
 import torch
 
+from ..backends.gradient_order import second_order_gradients
 from ..errors import InvalidOptionError
 from .batching import BatchSettings
 from .epochs import EpochLoop
@@ -89,7 +90,7 @@ class TorchTrainer(EpochLoop):
 
     def _losses(self, inputs, lengths, training: bool):
         """The model's `step_losses` in the configured precision (the backward pass runs outside autocast)."""
-        with torch_step_scope(self.compute):
+        with torch_step_scope(self.compute), second_order_gradients(training and bool(self.maximize_grad_norm)):
             return self._step_losses(inputs, lengths, training=training)
 
     def _backward(self, objective) -> None:

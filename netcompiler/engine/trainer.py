@@ -8,6 +8,7 @@ from typing import Optional
 
 import tensorflow as tf
 
+from ..backends.gradient_order import second_order_gradients
 from .batching import BatchSettings
 from .epochs import EpochLoop, Scores, format_duration, format_scores
 from .feeding import tf_batches
@@ -62,7 +63,7 @@ class Trainer(EpochLoop):
         """(losses, objective, gradients). With `maximize_grad_norm` = f, as in RETURNN, each gradient also gets
         the gradient of -f * (the global norm of the gradients), a second-order term."""
         with (tf.GradientTape() if self.maximize_grad_norm else contextlib.nullcontext()) as outer:
-            with tf.GradientTape() as tape:
+            with tf.GradientTape() as tape, second_order_gradients(bool(self.maximize_grad_norm)):
                 losses, objective = self.model.step_losses(inputs, lengths, training=True)
             grads = tape.gradient(objective, variables)
             if not self.maximize_grad_norm:

@@ -13,6 +13,7 @@ from typing import Any, Callable
 
 import tensorflow as tf
 
+from ..gradient_order import second_order_needed
 from .lstm_loop import lstm_loop
 
 
@@ -21,6 +22,8 @@ class RecurrentOps:
 
     @classmethod
     def lstm_raw(cls, xw: Any, rec_weight: Any, state_h: Any, state_c: Any):
+        if second_order_needed():  # lstm_loop's hand-written backward cannot be differentiated again
+            return cls.lstm_scan(xw, rec_weight, state_h, state_c)
         return lstm_loop(xw, rec_weight, state_h, state_c)
 
     @staticmethod

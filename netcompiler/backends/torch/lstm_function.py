@@ -8,13 +8,17 @@ dh_prev = dz W_re^T; the gradient of `W_re` is one matmul over all frames afterw
 the TensorFlow backend's lstm_loop.py.
 
 Gate blocks c, i, f, o along the last axis (RETURNN's native LSTM, netcompiler/frontend/rec.py). Not used under
-bfloat16 autocast or inside torch.compile (recurrent.py then runs the plain autograd loop).
+bfloat16 autocast, inside torch.compile, or where second-order gradients are taken (`backends/gradient_order.py`,
+e.g. for `maximize_grad_norm`): its forward is not recorded, so its backward cannot be differentiated; recurrent.py
+then runs the plain autograd loop.
 """
 
 from __future__ import annotations
 
 import torch
 from torch.autograd.function import once_differentiable
+
+from ..gradient_order import second_order_needed
 
 
 class LSTMFunction(torch.autograd.Function):
@@ -70,6 +74,7 @@ def _reduced_to(grad, like):
 
 def lstm_function_applies(*tensors) -> bool:
     """Whether LSTMFunction can run: no autocast (its writes into preallocated buffers need one dtype), not
-    traced by torch.compile, all of one floating dtype."""
+    traced by torch.compile, no second-order gradients, all of one floating dtype."""
     return not torch.is_autocast_enabled("cpu") and not torch.compiler.is_compiling() and \
+        not second_order_needed() and \
         len({t.dtype for t in tensors}) == 1 and tensors[0].is_floating_point()
