@@ -109,3 +109,16 @@ def test_training_without_any_eval_dataset_scores_none():
 def test_wrong_forms_are_errors_naming_the_key(values, task, error, match):
     with pytest.raises(error, match=match):
         eval_dataset_options(values.get, task)
+
+
+def test_max_seq_length_in_training_is_noticed_as_not_limiting_the_eval_datasets(tmp_path, capsys):
+    """RETURNN drops long sequences from dev (TF engine) or every eval dataset (PyTorch engine); here every
+    sequence is scored, and a notice says so."""
+    path, _ = write_config(tmp_path, "max_seq_length = 1000\nnum_epochs = 1\n")
+    run(path)
+    err = capsys.readouterr().err
+    assert "'max_seq_length'/'min_seq_length' limit the training batches only: dev are scored" in err
+    (tmp_path / "plain").mkdir()
+    path, _ = write_config(tmp_path / "plain", "num_epochs = 1\n")
+    run(path)
+    assert "limit the training batches only" not in capsys.readouterr().err

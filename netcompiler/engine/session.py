@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 from typing import Dict, Optional
 
 from ..config import Config
@@ -196,167 +195,11 @@ class Session:
 
     # --- tasks -----------------------------------------------------------------------------
     def train(self) -> None:
-        from ..config import tensorboard_dir, writes_checkpoints
-        from .batching import positive_int_setting
-        from .checkpoints import CleanupRules, NoCheckpoints
-        from .learning_rate import LearningRateControl, score_names
-        from .epochs import format_duration, format_scores
-        from .learning_curve import LearningCurve, learning_curve_path
+        from .training_task import train
 
-        tf = self.tf
-        values = self.config.values
-        from .last_best_model import LastBestModel
+        train(self)
 
-        epochs = self._epoch_networks()  # None unless the network changes per epoch (pretrain, get_network)
-        last_best = LastBestModel.from_config(values.get("use_last_best_model"),
-                                              epochs.schedule.num_pretrain_epochs if epochs else 0, self.log)
-        num_epochs = positive_int_setting(self.config.get("num_epochs", 5), "num_epochs")
-        save_interval = positive_int_setting(self.config.get("save_interval", 1), "save_interval")
-        writes = writes_checkpoints(values)  # model = None: no checkpoints, no history file, no lock
-        learning_rates = LearningRateControl.from_config(values, self.model_prefix if writes else None)
-        learning_rates.check_error_measure(  # before any work: a wrong key would end the first epoch
-            score_names(list(self.model.loss_names()[0]), eval_names=list(self._eval_dataset_options("train"))))
-        cleanup = CleanupRules.from_setting(values.get("cleanup_old_models"))
-        follower, writes = writes and not self.workers.is_chief, writes and self.workers.is_chief
-        if follower:  # another worker than the chief: reads the chief's files, writes none (distributed.py)
-            learning_rates.filename, cleanup = None, None
-        curve_path = learning_curve_path(values, self.model_prefix, writes)
-        curve = LearningCurve(curve_path, self.log) if curve_path else None
-        optimizer, set_learning_rate, trainer, step_rates, state = self._training_parts()
-        # mistakes in the datasets are found before the lock makes the folder; a worker trains on its part
-        train_data = self.workers.shard(self.dataset("train"))
-        eval_data = self.eval_datasets("train")  # dev, eval, eval_datasets: scored after each epoch
-        if writes:
-            self.lock_model("train")
-        checkpoints = self.checkpoint_manager() if writes else NoCheckpoints(self.checkpoint_manager(clean=False))
-        if follower:
-            from .distributed import FollowerCheckpoints
-
-            checkpoints = FollowerCheckpoints(self.checkpoint_manager(clean=False))
-        start_epoch = self._resume_or_import(checkpoints, state)
-        self.workers.copy_params_from_chief(self.model.trainable_params)
-        # Rates chosen for epochs that never reached a checkpoint are not history: the config (perhaps changed
-        # since, e.g. a lower learning_rate after a non-finite loss) decides them anew.
-        learning_rates.forget_after(start_epoch - 1)
-        loss_names, error_names = self.model.loss_names()
-        summary = tf.summary.create_file_writer(tensorboard_dir(values, self.model_prefix)) if not follower \
-            else tf.summary.create_noop_writer()
-        last_checkpoint = checkpoints.latest_path()
-        if start_epoch > num_epochs:
-            print(f"all {num_epochs} epochs are done (checkpoint {last_checkpoint})", file=self.log)
-            return
-        for epoch in range(start_epoch, num_epochs + 1):
-            started = time.monotonic()
-            new_params = epochs is not None and epochs.change_for_epoch(self, epoch)  # this epoch's network
-            if last_best is not None and last_best.reload_if_better(self, epoch, learning_rates, checkpoints):
-                new_params = True  # the best epoch's parameters: the optimizer starts afresh, as in RETURNN
-            if new_params:  # a new optimizer for the new parameters; the step count goes on
-                optimizer, set_learning_rate, trainer, step_rates, state = self._training_parts(trainer)
-                loss_names, error_names = self.model.loss_names()
-            if epochs is not None:  # the epoch's batch settings and learning rate ('#config', pretraining)
-                trainer.batching = self.batching(epochs.values)
-                epochs.prepare_learning_rate(learning_rates, epoch)
-            lr = learning_rates.learning_rate_for_epoch(epoch)
-            set_learning_rate(optimizer, lr)
-            if step_rates is not None:  # each step's rate comes from the epoch's
-                trainer.before_train_step = lambda step, e=epoch, rate=lr: step_rates(step, e, rate)
-            train_scores = self.workers.reduce_scores(trainer.train_epoch(train_data, epoch, last_checkpoint))
-            parts = format_scores("train", train_scores, loss_names, error_names)
-            record = _score_record("train", train_scores)
-            for name, data in eval_data.items():
-                scores = trainer.evaluate(data, epoch)
-                parts += format_scores(name, scores, loss_names, error_names)
-                record.update(_score_record(name, scores))
-            learning_rates.record(epoch, record)
-            if epoch % save_interval == 0 or epoch == num_epochs:
-                last_checkpoint = checkpoints.save(epoch, state, {"learning_rate": lr}) or last_checkpoint
-                if cleanup is not None:
-                    cleanup.apply(checkpoints, {e: s for e, (_, s) in learning_rates.history().items()}, num_epochs)
-            with summary.as_default(step=epoch):
-                for name, value in record.items():
-                    tf.summary.scalar(name, value)
-                tf.summary.scalar("learning_rate", lr)
-            if curve is not None:
-                curve.update(learning_rates.history(), epoch)
-            print(f"epoch {epoch}  " + "  ".join(parts) + f"  lr {lr:g}  {format_duration(time.monotonic() - started)}",
-                  file=self.log, flush=True)
-
-    def _epoch_networks(self):
-        """The per-epoch networks (`pretrain`, `get_network`; None without): the model becomes the network of the
-        epoch whose checkpoint training resumes from (or of epoch 1)."""
-        from .epoch_networks import EpochNetworks, network_epoch_for_task
-
-        epochs = EpochNetworks.from_config(self.config, self.log)
-        if epochs is not None:
-            epochs.start(self, network_epoch_for_task(self.config, epochs.schedule, "train", self.model_prefix))
-            print(f"network per epoch: {epochs.schedule.describe()}", file=self.log)
-        return epochs
-
-    def _training_parts(self, old_trainer=None):
-        """A new optimizer for the model's parameters, its step runner (continuing `old_trainer`'s step count: when
-        the network changed or the parameters were reloaded), the per-step rate hook (None without
-        dynamic_learning_rate) and what checkpoints save, as (optimizer, set_learning_rate, trainer, step_rates,
-        state)."""
-        from .dynamic_learning_rate import per_step_learning_rate
-
-        values = self.config.values
-        if self.torch:
-            from .torch_optimizers import make_torch_optimizer, set_torch_learning_rate as set_learning_rate
-
-            optimizer = make_torch_optimizer(values, self.model.trainable_params)
-        else:
-            from .optimizers import make_optimizer, set_learning_rate
-
-            optimizer = make_optimizer(values)
-        trainer = self.step_runner(optimizer)
-        trainer.workers = self.workers
-        if self.torch:
-            state = dict(self.model_state(), optimizer=optimizer, step=trainer)
-        else:
-            optimizer.build(self.model.trainable_params)  # its slots must exist before a checkpoint restores them
-            state = dict(self.model_state(), optimizer=optimizer, step=trainer.step_count)
-        if old_trainer is not None:  # the step count goes on
-            if self.torch:
-                trainer.step_count = old_trainer.step_count
-            else:
-                trainer.step_count.assign(old_trainer.step_count)
-        step_rates = per_step_learning_rate(values.get("dynamic_learning_rate"), self.model, optimizer,
-                                            set_learning_rate)
-        return optimizer, set_learning_rate, trainer, step_rates, state
-
-    def _resume_or_import(self, checkpoints, state) -> int:
-        """The first epoch to train: after the newest complete checkpoint, or 1 (optionally importing one)."""
-        from .checkpoints import restore_for_start_epoch, start_epoch_setting
-
-        from .preload import apply_preloads, parse_preloads
-
-        preloads = parse_preloads(self.config.get("preload_from_files"))
-        start = start_epoch_setting(self.config.get("start_epoch"))
-        self._check_load_epoch_for_training(checkpoints, start)
-        try:
-            restored = restore_for_start_epoch(checkpoints, start, state)
-        except CheckpointError as exc:
-            raise checkpoints.with_previous_hint(exc, checkpoints.latest_path(), training=True) from None
-        if restored is not None:
-            epoch, _extra = restored
-            apply_preloads(preloads, self.model.params, self.model.backend, task="train", from_scratch=False)
-            if self.config.get("load_ignore_missing_vars"):
-                print("notice: config key 'load_ignore_missing_vars' applies to load, load_epoch and "
-                      "import_model_train_epoch1; resuming restores this training's own checkpoint, which is "
-                      "complete", file=sys.stderr)
-            print(f"resuming after epoch {epoch} from {checkpoints.latest_path()}", file=self.log)
-            return epoch + 1
-        preloaded = apply_preloads(preloads, self.model.params, self.model.backend, task="train")
-        initial = self.config.get("import_model_train_epoch1") or self.config.get("load")
-        if initial:
-            writer = self._restore_params(checkpoints, initial, skip=preloaded)
-            if writer is not None:
-                print(f"notice: '{initial}' is a checkpoint of {writer}: only its parameters are loaded; the "
-                      f"optimizer's state starts fresh on backend '{self.backend}'", file=sys.stderr)
-            print(f"initialised the parameters from {initial}", file=self.log)
-        return 1
-
-    def _restore_params(self, checkpoints, path: str, skip=()) -> Optional[str]:
+    def restore_params(self, checkpoints, path: str, skip=()) -> Optional[str]:
         """Restores the model from checkpoint `path` (except the parameters in `skip`, preloaded): of this backend
         through `checkpoints` (strictly, optimizer included where asked), else its parameters only, by name.
         Returns None, or who wrote it when that was not this backend ("RETURNN", "the other backend")."""
@@ -374,7 +217,7 @@ class Session:
         load_params(path, self.model.params, self.model.backend, skip=skip, ignore_missing=ignore_missing)
         return None if fmt == self.backend else "RETURNN" if fmt == RETURNN else "the other backend"
 
-    def _load_epoch(self, checkpoints) -> Optional[int]:
+    def load_epoch_setting(self, checkpoints) -> Optional[int]:
         """RETURNN's `load_epoch` (None when unset or <= 0), checked: a complete checkpoint of that epoch exists."""
         value = self.config.get("load_epoch")
         if value is None or (isinstance(value, int) and not isinstance(value, bool) and value <= 0):
@@ -393,23 +236,6 @@ class Session:
                 suggestion="give an epoch that has a checkpoint, or the checkpoint itself with 'load'")
         return value
 
-    def _check_load_epoch_for_training(self, checkpoints, start: Optional[int]) -> None:
-        """In training, `load_epoch` names the checkpoint training continues from, as in RETURNN: with
-        start_epoch N it must be N - 1; with start_epoch 'auto' training resumes after the newest one anyway."""
-        epoch = self._load_epoch(checkpoints)
-        if epoch is None:
-            return
-        if start is not None and epoch != start - 1:
-            raise InvalidOptionError(f"load_epoch {epoch} with start_epoch {start}: continuing at epoch {start} loads "
-                                     f"the checkpoint of epoch {start - 1}", subject="config key 'load_epoch'",
-                                     suggestion=f"set start_epoch = {epoch + 1}, or use import_model_train_epoch1 "
-                                                f"to start a new training from it")
-        latest = checkpoints.latest_complete()
-        if start is None and latest is not None and latest[0] != epoch:
-            print(f"notice: config key 'load_epoch' is {epoch}, but training resumes after the newest checkpoint "
-                  f"(epoch {latest[0]}), as in RETURNN; to continue from epoch {epoch}, set start_epoch = "
-                  f"{epoch + 1}", file=sys.stderr)
-
     def _restore_for_inference(self, task: str):
         from .checkpoints import checkpoint_path
         from .preload import apply_preloads, parse_preloads
@@ -417,7 +243,7 @@ class Session:
         preloads = parse_preloads(self.config.get("preload_from_files"))
         locked = self.lock_model(task, read_only_ok=True)
         checkpoints = self.checkpoint_manager(clean=locked, task=task)
-        load_epoch = None if self.config.get("load") else self._load_epoch(checkpoints)
+        load_epoch = None if self.config.get("load") else self.load_epoch_setting(checkpoints)
         path = self.config.get("load") or (checkpoint_path(self.model_prefix, load_epoch) if load_epoch
                                            else checkpoints.latest_path())
         random_init = self.config.get("allow_random_model_init", False)
@@ -432,7 +258,7 @@ class Session:
                   f"values", file=sys.stderr)
             return "the initial parameters" + (" and preload_from_files" if preloaded else "")
         try:
-            self._restore_params(checkpoints, path, skip=preloaded)
+            self.restore_params(checkpoints, path, skip=preloaded)
         except CheckpointError as exc:
             raise checkpoints.with_previous_hint(exc, path, training=False) from None
         return path
@@ -449,10 +275,10 @@ class Session:
 
     def eval_datasets(self, task: str) -> Dict[str, object]:
         """The datasets that training scores after each epoch and `--task eval` scores, by name (see
-        `_eval_dataset_options`)."""
-        return {name: self.dataset(name, opts=opts) for name, opts in self._eval_dataset_options(task).items()}
+        `eval_dataset_options`)."""
+        return {name: self.dataset(name, opts=opts) for name, opts in self.eval_dataset_options(task).items()}
 
-    def _eval_dataset_options(self, task: str) -> Dict[str, dict]:
+    def eval_dataset_options(self, task: str) -> Dict[str, dict]:
         """Name -> dataset options of the datasets to score, as RETURNN: 'dev' and 'eval' when set, then the
         entries of `eval_datasets` (a dict name -> dataset options; a name given again takes its entry). As a
         list, `eval_datasets` names config keys of datasets instead (e.g. ['dev', 'train']): only those."""
@@ -541,12 +367,3 @@ def model_prefix_of(config: Config) -> str:
     if not isinstance(model, str):
         raise InvalidOptionError(f"must be a path prefix string, not {model!r}", subject="config key 'model'")
     return model
-
-
-def _score_record(prefix: str, scores) -> Dict[str, float]:
-    record = {}
-    for layer, values in scores.normalized().items():
-        if values["loss"] is not None:  # None: an error only (a frontend loss marked as_error)
-            record[f"{prefix}_score_{layer}"] = values["loss"]
-        record[f"{prefix}_error_{layer}"] = values["error"]
-    return record
