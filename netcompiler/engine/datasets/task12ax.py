@@ -17,39 +17,37 @@ from typing import Dict, List, Sequence
 import numpy as np
 
 from netcompiler.engine.datasets.base import DataSpec, GeneratedDataset, register
+from netcompiler.engine.datasets.raw_draws import RawDraws
 
 INPUT_SYMBOLS = "123ABCXYZ"
 OUTPUT_SYMBOLS = "LR"
 TARGET_TRIPLES = {("1", "A", "X"), ("2", "B", "Y")}
 
-# Building blocks of a generated input string.
-_START_CHOICES = ("", "1", "2")
-_DIGITS = ("1", "2")
-_PAIRS = ("AX", "BY")
-_ANY_SYMBOL = tuple(INPUT_SYMBOLS)
+# Building blocks of a generated input string, as symbol indices into INPUT_SYMBOLS.
+_START_CHOICES = ((), (0,), (1,))  # "", "1", "2"
+_DIGITS = 2  # "1", "2": indices 0, 1
+_PAIRS = ((3, 6), (4, 7))  # "AX", "BY"
 _MIN_LEN, _MAX_LEN_EXCLUSIVE = 10, 100
 
 
-def _pick(rng: np.random.RandomState, options: Sequence[str]) -> str:
-    return options[rng.randint(len(options))]
-
-
-def draw_12ax_symbols(rng: np.random.RandomState, length: int) -> List[int]:
+def draw_12ax_symbols(draws: RawDraws, length: int) -> List[int]:
     """A random input sequence of `length` symbol indices.
 
     Repeatedly: maybe a digit (p=.5), probably a target-like pair AX/BY (p=.9),
     then a geometric number of arbitrary symbols as noise. This makes "R"
-    targets frequent enough to learn from.
+    targets frequent enough to learn from. Each choice is one `randint(len(options))`,
+    each coin one `uniform()`, in RETURNN's order (computed from raw words: `RawDraws`).
     """
-    text = _pick(rng, _START_CHOICES)
-    while len(text) < length:
-        if rng.uniform() < 0.5:
-            text += _pick(rng, _DIGITS)
-        if rng.uniform() < 0.9:
-            text += _pick(rng, _PAIRS)
-        while rng.uniform() < 0.5:
-            text += _pick(rng, _ANY_SYMBOL)
-    return [INPUT_SYMBOLS.index(symbol) for symbol in text[:length]]
+    uniform, randint = draws.uniform, draws.randint
+    symbols = list(_START_CHOICES[randint(0, len(_START_CHOICES))])
+    while len(symbols) < length:
+        if uniform() < 0.5:
+            symbols.append(randint(0, _DIGITS))
+        if uniform() < 0.9:
+            symbols += _PAIRS[randint(0, len(_PAIRS))]
+        while uniform() < 0.5:
+            symbols.append(randint(0, len(INPUT_SYMBOLS)))
+    return symbols[:length]
 
 
 def targets_12ax(symbols: Sequence[int]) -> np.ndarray:
@@ -83,8 +81,8 @@ class Task12AXDataset(GeneratedDataset):
         }
 
     def _generate(self, corpus_index: int, rng: np.random.RandomState) -> Dict[str, np.ndarray]:
-        length = int(rng.randint(_MIN_LEN, _MAX_LEN_EXCLUSIVE))
-        symbols = draw_12ax_symbols(rng, length)
+        draws = RawDraws(rng)
+        symbols = draw_12ax_symbols(draws, draws.randint(_MIN_LEN, _MAX_LEN_EXCLUSIVE))
         one_hot = np.eye(len(INPUT_SYMBOLS), dtype=np.float32)[symbols]
         return {"data": one_hot, "classes": targets_12ax(symbols)}
 

@@ -1,0 +1,58 @@
+"""RandomState's scalar draws computed in Python from its raw 32-bit words.
+
+A generated sequence of the 12AX task makes a few hundred scalar draws
+(`rng.uniform()`, `rng.randint(n)`), each a NumPy call of 1-1.5 us. `RawDraws` fetches the
+generator's raw words in blocks (one NumPy call) and computes the same values from them
+the way NumPy's legacy RandomState does:
+
+* `randint(low, high)` (a range below 2**32): `span = high - low - 1`; no word if span is 0;
+  else words masked to the smallest all-ones mask >= span until one is <= span (rejection);
+* `uniform()` (on [0, 1)): two words a, b -> ((a >> 5) * 2**26 + (b >> 6)) / 2**53.
+
+The raw words are `rng.randint(0, 2**32, size=n, dtype=uint64)` (the full 32-bit range draws
+one word per value, unmasked), so the values equal the scalar calls' one for one. The
+RandomState is left further on than the scalar calls would leave it (a whole block is
+fetched): use it for nothing else afterwards. tests/test_raw_draws.py compares with NumPy.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+_WORD_RANGE = 1 << 32
+_DOUBLE_SCALE = 1.0 / 9007199254740992.0  # 2**-53
+
+
+class RawDraws:
+    """Scalar draws of a RandomState from blocks of its raw words (see the module docstring)."""
+
+    BLOCK = 256
+
+    def __init__(self, rng: np.random.RandomState):
+        self.rng = rng
+        self.words: list = []
+        self.pos = 0
+
+    def word(self) -> int:
+        """The generator's next raw 32-bit word."""
+        if self.pos == len(self.words):
+            self.words = self.rng.randint(0, _WORD_RANGE, size=self.BLOCK, dtype=np.uint64).tolist()
+            self.pos = 0
+        self.pos += 1
+        return self.words[self.pos - 1]
+
+    def randint(self, low: int, high: int) -> int:
+        """What `rng.randint(low, high)` returns, for high - low <= 2**32."""
+        span = high - low - 1
+        if span == 0:
+            return low
+        mask = (1 << span.bit_length()) - 1
+        value = self.word() & mask
+        while value > span:
+            value = self.word() & mask
+        return low + value
+
+    def uniform(self) -> float:
+        """What `rng.uniform()` returns."""
+        high = self.word() >> 5
+        return (high * 67108864.0 + (self.word() >> 6)) * _DOUBLE_SCALE
