@@ -12,7 +12,8 @@ the way NumPy's legacy RandomState does:
 The raw words are `rng.randint(0, 2**32, size=n, dtype=uint64)` (the full 32-bit range draws
 one word per value, unmasked), so the values equal the scalar calls' one for one. The
 RandomState is left further on than the scalar calls would leave it (a whole block is
-fetched): use it for nothing else afterwards. tests/test_raw_draws.py compares with NumPy.
+fetched): use it for nothing else afterwards. `coins` holds the `uniform()` starting at
+every word, computed with NumPy per block. tests/test_raw_draws.py compares with NumPy.
 """
 
 from __future__ import annotations
@@ -30,14 +31,27 @@ class RawDraws:
 
     def __init__(self, rng: np.random.RandomState):
         self.rng = rng
-        self.words: list = []
-        self.pos = 0
+        self.words: list = []  # the raw words fetched so far
+        self.coins: list = []  # coins[j]: the uniform() made of words j and j + 1 (None for the last word fetched: comparing it raises)
+        self.pos = 0  # the next word to draw
+
+    def fetch(self) -> None:
+        """Appends the next block of raw words (and their `coins`) to the ones fetched so far. Callers may index
+        `words`/`coins` themselves from `pos` (a loop without a call per draw; see `task12ax`) and call this
+        when they run past the end."""
+        block = self.rng.randint(0, _WORD_RANGE, size=self.BLOCK, dtype=np.uint64)
+        previous = self.words[-1:]  # its coin needs the block's first word
+        tail = np.concatenate([np.array(previous, dtype=np.uint64), block])
+        coins = (((tail[:-1] >> 5) * 67108864.0 + (tail[1:] >> 6)) * _DOUBLE_SCALE).tolist()
+        if previous:
+            self.coins[-1] = coins.pop(0)
+        self.coins += coins + [None]
+        self.words += block.tolist()
 
     def word(self) -> int:
         """The generator's next raw 32-bit word."""
         if self.pos == len(self.words):
-            self.words = self.rng.randint(0, _WORD_RANGE, size=self.BLOCK, dtype=np.uint64).tolist()
-            self.pos = 0
+            self.fetch()
         self.pos += 1
         return self.words[self.pos - 1]
 

@@ -25,7 +25,6 @@ TARGET_TRIPLES = {("1", "A", "X"), ("2", "B", "Y")}
 
 # Building blocks of a generated input string, as symbol indices into INPUT_SYMBOLS.
 _START_CHOICES = ((), (0,), (1,))  # "", "1", "2"
-_DIGITS = 2  # "1", "2": indices 0, 1
 _PAIRS = ((3, 6), (4, 7))  # "AX", "BY"
 _MIN_LEN, _MAX_LEN_EXCLUSIVE = 10, 100
 
@@ -36,18 +35,43 @@ def draw_12ax_symbols(draws: RawDraws, length: int) -> List[int]:
     Repeatedly: maybe a digit (p=.5), probably a target-like pair AX/BY (p=.9),
     then a geometric number of arbitrary symbols as noise. This makes "R"
     targets frequent enough to learn from. Each choice is one `randint(len(options))`,
-    each coin one `uniform()`, in RETURNN's order (computed from raw words: `RawDraws`).
+    each coin one `uniform()`, in RETURNN's order, read off the raw words (`RawDraws`).
     """
-    uniform, randint = draws.uniform, draws.randint
-    symbols = list(_START_CHOICES[randint(0, len(_START_CHOICES))])
+    while True:
+        try:
+            symbols, draws.pos = _symbols_from_words(draws.words, draws.coins, draws.pos, length)
+            return symbols
+        except (IndexError, TypeError):  # ran past the words fetched (the last coin is None): fetch more and draw again from the same start
+            draws.fetch()
+
+
+def _symbols_from_words(words: List[int], coins: List[float], i: int, length: int):
+    """(symbols, next word) of `draw_12ax_symbols` from word i on: a loop without a call per draw (it makes
+    ~200 draws per sequence). A choice among n options is the first word masked to the smallest all-ones
+    mask >= n - 1 that is < n (RandomState's rejection); a coin is coins[i], two words."""
+    while words[i] & 3 > 2:  # one of 3 start choices: mask 3
+        i += 1
+    symbols = list(_START_CHOICES[words[i] & 3])
+    i += 1
     while len(symbols) < length:
-        if uniform() < 0.5:
-            symbols.append(randint(0, _DIGITS))
-        if uniform() < 0.9:
-            symbols += _PAIRS[randint(0, len(_PAIRS))]
-        while uniform() < 0.5:
-            symbols.append(randint(0, len(INPUT_SYMBOLS)))
-    return symbols[:length]
+        if coins[i] < 0.5:
+            symbols.append(words[i + 2] & 1)  # a digit: one of 2, mask 1, never rejected
+            i += 3
+        else:
+            i += 2
+        if coins[i] < 0.9:
+            symbols += _PAIRS[words[i + 2] & 1]  # a pair: one of 2
+            i += 3
+        else:
+            i += 2
+        while coins[i] < 0.5:
+            i += 2
+            while words[i] & 15 > 8:  # any of the 9 symbols: mask 15
+                i += 1
+            symbols.append(words[i] & 15)
+            i += 1
+        i += 2  # the coin that ended the noise
+    return symbols[:length], i
 
 
 def targets_12ax(symbols: Sequence[int]) -> np.ndarray:
@@ -73,12 +97,13 @@ class Task12AXDataset(GeneratedDataset):
     def __init__(self, name: str = "dataset", **opts):
         super().__init__(name, **opts)
         self.labels = {"data": list(INPUT_SYMBOLS), "classes": list(OUTPUT_SYMBOLS)}
-
-    def data_spec(self) -> Dict[str, DataSpec]:
-        return {
+        self._spec = {  # built once: it is asked for several times per sequence
             "data": DataSpec.for_sequences((len(INPUT_SYMBOLS),), "float32"),
             "classes": DataSpec.for_sequences((), "int32", dim=len(OUTPUT_SYMBOLS)),
         }
+
+    def data_spec(self) -> Dict[str, DataSpec]:
+        return dict(self._spec)
 
     def _generate(self, corpus_index: int, rng: np.random.RandomState) -> Dict[str, np.ndarray]:
         draws = RawDraws(rng)
