@@ -27,6 +27,11 @@ TARGET_TRIPLES = {("1", "A", "X"), ("2", "B", "Y")}
 _START_CHOICES = ((), (0,), (1,))  # "", "1", "2"
 _PAIRS = ((3, 6), (4, 7))  # "AX", "BY"
 _MIN_LEN, _MAX_LEN_EXCLUSIVE = 10, 100
+_DIGIT_INDICES = {INPUT_SYMBOLS.index("1"), INPUT_SYMBOLS.index("2")}
+_LETTER_INDICES = {INPUT_SYMBOLS.index("A"), INPUT_SYMBOLS.index("B")}
+_TARGET_OF_END = {INPUT_SYMBOLS.index(end): (INPUT_SYMBOLS.index(digit), INPUT_SYMBOLS.index(letter))
+                  for digit, letter, end in TARGET_TRIPLES}  # X -> (1, A), Y -> (2, B)
+_ONE_HOT = np.eye(len(INPUT_SYMBOLS), dtype=np.float32)
 
 
 def draw_12ax_symbols(draws: RawDraws, length: int) -> List[int]:
@@ -75,19 +80,18 @@ def _symbols_from_words(words: List[int], coins: List[float], i: int, length: in
 
 
 def targets_12ax(symbols: Sequence[int]) -> np.ndarray:
-    """The 12AX target (0 = L, 1 = R) of every frame of an input sequence."""
-    targets = np.zeros(len(symbols), dtype=np.int32)
-    digit, letter = None, None
+    """The 12AX target (0 = L, 1 = R) of every frame of an input sequence (symbol indices)."""
+    targets = [0] * len(symbols)
+    digit = letter = None
     for t, index in enumerate(symbols):
-        symbol = INPUT_SYMBOLS[index]
-        if symbol in "12":
-            digit = symbol
-        elif symbol in "AB":
-            letter = symbol
-        elif symbol in "XY":
-            targets[t] = (digit, letter, symbol) in TARGET_TRIPLES
+        if index in _DIGIT_INDICES:
+            digit = index
+        elif index in _LETTER_INDICES:
+            letter = index
+        elif index in _TARGET_OF_END:
+            targets[t] = int(_TARGET_OF_END[index] == (digit, letter))
             letter = None
-    return targets
+    return np.array(targets, dtype=np.int32)
 
 
 @register
@@ -108,7 +112,7 @@ class Task12AXDataset(GeneratedDataset):
     def _generate(self, corpus_index: int, rng: np.random.RandomState) -> Dict[str, np.ndarray]:
         draws = RawDraws(rng)
         symbols = draw_12ax_symbols(draws, draws.randint(_MIN_LEN, _MAX_LEN_EXCLUSIVE))
-        one_hot = np.eye(len(INPUT_SYMBOLS), dtype=np.float32)[symbols]
+        one_hot = _ONE_HOT[symbols]
         return {"data": one_hot, "classes": targets_12ax(symbols)}
 
     def _generate_lengths(self, corpus_index: int, rng: np.random.RandomState) -> Dict[str, int]:
