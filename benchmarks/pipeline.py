@@ -1,6 +1,6 @@
 """Input-pipeline speed (issue 12, goal 6), measured in a child process of `run.py`: one epoch of a dataset batched
-and fed through compile-net's `tf.data` pipeline (`feeding.tf_batches`, what `Trainer.batches` gives the epoch
-loop), with the train step replaced by a no-op. run.py compares the frames per CPU-second with what the train step
+and fed through compile-net's feed (`feeding.tf_batches`: a prefetching thread, what `Trainer.batches` gives the
+epoch loop), with the train step replaced by a no-op. run.py compares the frames per CPU-second with what the train step
 consumes (netcompiler's TF step of the model that trains on such data).
 
 * 12ax: the demo's training data (configs/demo-12ax-lstm.py: Task12AXDataset of 1000 sequences of 10..99 frames,
@@ -8,7 +8,7 @@ consumes (netcompiler's TF step of the model that trains on such data).
 * hdf: an HDF file written by netcompiler's HDF writer into a temporary folder (random 40-dim features and
   1000-class targets, 200-frame sequences, as the conv front-end reads), HDFDataset, batches of 16 x 200 frames.
 
-The first epoch (tf.data set-up, file opening) is not timed; the second is.
+The first epoch (set-up, file opening) is not timed; the second is.
 """
 
 import os
