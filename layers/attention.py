@@ -6,7 +6,7 @@ from typing import List, Optional
 from netcompiler import frontend as rf
 from netcompiler.errors import DimMismatchError
 from netcompiler.layer_base import NONE_TYPE, NUMBER, LayerBase, Option
-from netcompiler.tensor import FEATURE, FLOAT_DTYPES, INT_DTYPES, SPATIAL, Data, Dim, resolve_dim, resolve_dims
+from netcompiler.tensor import FLOAT_DTYPES, INT_DTYPES, SPATIAL, Data, Dim, resolve_dim, resolve_dims
 
 from netcompiler.tensor.dim import same_size_dim
 
