@@ -33,8 +33,6 @@ PRETRAIN_OPTIONS = ("repetitions", "construction_algo", "copy_param_mode", "copy
                     "input_layers", "greedy")
 _OLD_KEYS = {"pretrain_repetitions": "repetitions", "pretrain_construction_algo": "construction_algo",
              "pretrain_copy_output_layer": "copy_output_layer", "pretrain_greedy": "greedy"}
-SCHEDULE_KEYS = ("pretrain", "get_network")
-"""The config keys that make the network change per epoch."""
 
 
 class WrapEpochValue:
@@ -121,7 +119,8 @@ class NetworkSchedule:
         self.output_layers: List[str] = ["output"]
         if get_network is not None and not callable(get_network):
             raise ConfigError(f"expected a function get_network(epoch, **kwargs) -> network dict, got "
-                              f"{type(get_network).__name__}", subject="config key 'get_network'")
+                              f"{type(get_network).__name__}", subject="config key 'get_network'",
+                              suggestion="def get_network(epoch, **kwargs): return {...}")
         if pretrain is not None:
             self._set_up_pretrain(pretrain)
 
@@ -150,7 +149,8 @@ class NetworkSchedule:
         output = options.get("copy_output_layer", mode if mode is not None else "ifpossible")
         if output not in (True, False, None, "ifpossible", "subset", "reset"):
             raise ConfigError(f"expected True, False, 'ifpossible', 'subset' or 'reset', got {output!r}",
-                              subject="config key 'pretrain' option 'copy_output_layer'")
+                              subject="config key 'pretrain' option 'copy_output_layer'",
+                              suggestion="leave it out to follow copy_param_mode")
         self.copy_param_mode = mode
         self.copy_output_layer = False if output == "reset" else ("ifpossible" if output is None else output)
         self.output_layers = _names(options.get("output_layers", ("output",)), "output_layers")
@@ -216,5 +216,6 @@ def _names(value: Any, option: str) -> List[str]:
         value = [value]
     if not isinstance(value, (list, tuple)) or not value or not all(isinstance(v, str) for v in value):
         raise ConfigError(f"expected a list of layer names, got {value!r}",
-                          subject=f"config key 'pretrain' option '{option}'")
+                          subject=f"config key 'pretrain' option '{option}'",
+                          suggestion="give one or more layer names, e.g. ['output'] or ['data']")
     return list(value)
