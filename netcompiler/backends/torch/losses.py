@@ -81,11 +81,10 @@ class LossOps:
     def ctc_loss_raw(cls, logits: Any, logit_lengths: Any, labels: Any, label_lengths: Any, blank_index: int) -> Any:
         blank = blank_index % logits.shape[-1]
         args = (labels.to(torch.int64), logit_lengths.to(torch.int64), label_lengths.to(torch.int64))
-        loss = F.ctc_loss(torch.log_softmax(full_precision(logits), dim=-1), *args, blank=blank, reduction="none",
-                          zero_infinity=True)
+        log_probs = torch.log_softmax(full_precision(logits), dim=-1)
+        loss = F.ctc_loss(log_probs, *args, blank=blank, reduction="none", zero_infinity=True)
         with torch.no_grad():
-            infeasible = torch.isinf(F.ctc_loss(torch.log_softmax(full_precision(logits), dim=-1), *args, blank=blank,
-                                                reduction="none"))
+            infeasible = torch.isinf(F.ctc_loss(log_probs.detach(), *args, blank=blank, reduction="none"))
         if not bool(infeasible.any()):
             return loss
         # as TF: a sequence without a valid path costs inf, and its logits get the gradient softmax(logits) (the
