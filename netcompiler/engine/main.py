@@ -109,6 +109,7 @@ _NOT_WRITABLE = (errno.EACCES, errno.EPERM, errno.EROFS)
 def _storage_problem(exc: BaseException, model_prefix: str) -> Optional[ModelFolderError]:
     """A full disk or an unwritable file met outside the checkpoint writer (history, TensorBoard, forward
     output), as the user's error naming the path and the last complete checkpoint; None for anything else."""
+    from .checkpoint_files import _first_line
     from .checkpoints import is_disk_full, latest_complete
 
     full = is_disk_full(exc)
@@ -126,8 +127,3 @@ def _storage_problem(exc: BaseException, model_prefix: str) -> Optional[ModelFol
         return ModelFolderError(f"the disk is full: cannot write {what}; {last}; free some space and run again",
                                 path=where, reason="disk full")
     return ModelFolderError(f"cannot write {what}: {exc.strerror}; {last}", path=where, reason="not writable")
-
-
-def _first_line(exc: BaseException) -> str:
-    text = getattr(exc, "message", None) or str(exc)
-    return (text.strip().splitlines() or [type(exc).__name__])[0][:300]
