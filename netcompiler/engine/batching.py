@@ -167,9 +167,9 @@ def _max_seqs_setting(value: Any) -> float:
     return positive_int_setting(value, "max_seqs", allow_unlimited=True)
 
 
-def _limit(limits: Mapping[str, float], key: str) -> float:
-    """The limit of data key `key` in a per-key table ("*": every key; a key not named: none)."""
-    return limits.get(key, limits.get("*", math.inf))
+def _limit(limits: Mapping[str, float], key: str, unlimited: float = math.inf) -> float:
+    """The limit of data key `key` in a per-key table ("*": every key; a key not named: `unlimited`)."""
+    return limits.get(key, limits.get("*", unlimited))
 
 
 def parse_max_seq_length(value: Any, name: str = "max_seq_length") -> Dict[str, int]:
@@ -190,7 +190,7 @@ def _too_long(lengths: Mapping[str, int], limits: Mapping[str, int]) -> bool:
 
 
 def _too_short(lengths: Mapping[str, int], limits: Mapping[str, int]) -> bool:
-    return any(length < limits.get(key, limits.get("*", 0)) for key, length in lengths.items())
+    return any(length < _limit(limits, key, 0) for key, length in lengths.items())
 
 
 # ---------------------------------------------------------------------------
