@@ -1,4 +1,5 @@
-"""Running compile-net's tasks in a test: `run` (the log it prints) and `eval_scores` (the scores eval computes)."""
+"""Running compile-net's tasks in a test: `run` (the log it prints), `eval_scores` (the scores eval computes) and
+`task_12ax_config` (the data lines of a small 12AX training config)."""
 
 import io
 
@@ -27,3 +28,14 @@ def eval_scores(monkeypatch, path, *overrides):
     monkeypatch.setattr(epochs, "format_scores", original)
     assert len(seen) == 1, seen
     return seen[0]
+
+
+def task_12ax_config(train_seqs, dev_seqs=None, batch_size=2000):
+    """Config lines of the 12AX task: Task12AXDataset train (and, with `dev_seqs`, a seeded dev) of these sizes, its
+    extern_data, batches of `batch_size` frames and at most 10 sequences."""
+    lines = ['train = {"class": "Task12AXDataset", "num_seqs": %d}' % train_seqs]
+    if dev_seqs is not None:
+        lines.append('dev = {"class": "Task12AXDataset", "num_seqs": %d, "fixed_random_seed": 1}' % dev_seqs)
+    lines += ['extern_data = {"data": {"dim": 9}, "classes": {"dim": 2, "sparse": True}}',
+              "batch_size = %d" % batch_size, "max_seqs = 10"]
+    return "\n".join(lines) + "\n"

@@ -12,7 +12,7 @@ import pytest
 from netcompiler.config import KEY_KINDS, USED
 from netcompiler.engine.dynamic_learning_rate import DynamicLearningRate
 from netcompiler.errors import InvalidOptionError
-from tests.run_helpers import run
+from tests.run_helpers import run, task_12ax_config
 
 
 def noam(*, global_train_step, learning_rate, warmup_steps=4, **kwargs):
@@ -69,11 +69,7 @@ def test_the_key_is_used():
 CONFIG = """
 backend = %(backend)r
 task = "train"
-train = {"class": "Task12AXDataset", "num_seqs": 40}
-dev = {"class": "Task12AXDataset", "num_seqs": 10, "fixed_random_seed": 1}
-extern_data = {"data": {"dim": 9}, "classes": {"dim": 2, "sparse": True}}
-batch_size = 400
-max_seqs = 10
+""" + task_12ax_config(40, 10, batch_size=400) + """
 network = {
     "hidden": {"class": "linear", "activation": "tanh", "n_out": 8, "from": "data"},
     "output": {"class": "softmax", "loss": "ce", "from": "hidden", "target": "classes"},

@@ -13,15 +13,12 @@ import pytest
 from netcompiler import load_network
 from netcompiler.engine.checkpoint_interchange import load_params
 from netcompiler.errors import CheckpointError, ConfigError
-from tests.run_helpers import run
+from tests.run_helpers import run, task_12ax_config
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 CONFIG = """
-train = {"class": "Task12AXDataset", "num_seqs": 20}
-extern_data = {"data": {"dim": 9}, "classes": {"dim": 2, "sparse": True}}
-batch_size = 5000
-max_seqs = 10
+""" + task_12ax_config(20, batch_size=5000) + """
 network = {
     "lstm": {"class": "rec", "unit": "lstm", "n_out": 5, "from": "data"},
     "output": {"class": "softmax", "loss": "ce", "from": "lstm", "target": "classes"},

@@ -11,15 +11,12 @@ import pytest
 from netcompiler.engine.learning_curve import LearningCurve, learning_curve_path, score_series, wide_range
 from netcompiler.engine.main import run_task
 from netcompiler.errors import ConfigError
+from tests.run_helpers import task_12ax_config
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 CONFIG = """
 task = "train"
-train = {"class": "Task12AXDataset", "num_seqs": 20}
-dev = {"class": "Task12AXDataset", "num_seqs": 6, "fixed_random_seed": 1}
-extern_data = {"data": {"dim": 9}, "classes": {"dim": 2, "sparse": True}}
-batch_size = 2000
-max_seqs = 10
+""" + task_12ax_config(20, 6, batch_size=2000) + """
 network = {"hidden": {"class": "linear", "activation": "tanh", "n_out": 8, "from": "data"},
            "output": {"class": "softmax", "loss": "ce", "from": "hidden", "target": "classes"}}
 optimizer = {"class": "adam"}

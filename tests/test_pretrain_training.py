@@ -14,15 +14,11 @@ import pytest
 import netcompiler
 from netcompiler.cli import compile_net_main, dump_net_main
 from netcompiler.errors import ConfigError
-from tests.run_helpers import run
+from tests.run_helpers import run, task_12ax_config
 
 HEADER = """
 task = "train"
-train = {"class": "Task12AXDataset", "num_seqs": 20}
-dev = {"class": "Task12AXDataset", "num_seqs": 5, "fixed_random_seed": 1}
-extern_data = {"data": {"dim": 9}, "classes": {"dim": 2, "sparse": True}}
-batch_size = 2000
-max_seqs = 10
+""" + task_12ax_config(20, 5, batch_size=2000) + """
 optimizer = {"class": "adam"}
 learning_rate = 0.05
 torch_num_threads = 1
