@@ -32,8 +32,8 @@ NetDict = Dict[str, Any]
 CONSTRUCTION_ALGOS = ("from_output", "from_input", "no_network_modifications")
 
 
-def _pretrain_error(option: str, message: str, suggestion: str = "") -> ConfigError:
-    return ConfigError(message, subject=f"config key 'pretrain' option '{option}'", suggestion=suggestion or None)
+def _pretrain_error(option: str, message: str, suggestion: str) -> ConfigError:
+    return ConfigError(message, subject=f"config key 'pretrain' option '{option}'", suggestion=suggestion)
 
 
 def sources_of(layer: Dict[str, Any]) -> List[str]:
@@ -204,7 +204,8 @@ def repetitions_per_step(repetitions: Any, num_steps: int) -> List[int]:
     remaining steps) or a dict ({'default': n, 'final': m, step index: k})."""
     def count(value, where):
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise _pretrain_error("repetitions", f"{where}: expected a number of epochs >= 0, got {value!r}")
+            raise _pretrain_error("repetitions", f"{where}: expected a number of epochs >= 0, got {value!r}",
+                                  "e.g. 'repetitions': 2")
         return value
 
     if not repetitions:
@@ -216,14 +217,16 @@ def repetitions_per_step(repetitions: Any, num_steps: int) -> List[int]:
             index = num_steps - 1 if key == "final" else key
             if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < num_steps:
                 raise _pretrain_error("repetitions", f"key {key!r} is no step (steps 0..{num_steps - 1}, "
-                                      f"'default', 'final')")
+                                      f"'default', 'final')",
+                                      "e.g. 'repetitions': {'default': 1, 'final': 2}")
             result[index] = count(value, f"step {key!r}")
         return result
     if isinstance(repetitions, int) and not isinstance(repetitions, bool):
         repetitions = [repetitions]
     if not isinstance(repetitions, (list, tuple)) or not 0 < len(repetitions) <= num_steps:
         raise _pretrain_error("repetitions", f"expected an int, a dict or a list of at most {num_steps} ints (one "
-                              f"per step), got {repetitions!r}")
+                              f"per step), got {repetitions!r}",
+                              "e.g. 'repetitions': 2 or [1, 1, 2]")
     result = [count(value, f"entry {i}") for i, value in enumerate(repetitions)]
     return result + [result[-1]] * (num_steps - len(result))
 

@@ -57,7 +57,8 @@ class LastBestModel:
         self.modulo = options.pop("modulo", 1)
         if isinstance(self.modulo, bool) or not isinstance(self.modulo, int) or self.modulo < 1:
             raise ConfigError(f"option 'modulo' must be a whole number >= 1, got {self.modulo!r}",
-                              subject="config key 'use_last_best_model'")
+                              subject="config key 'use_last_best_model'",
+                              suggestion="e.g. use_last_best_model = {'modulo': 1}")
         options.setdefault("first_epoch", num_pretrain_epochs or 1)
         self.options = options
         self.num_pretrain_epochs = num_pretrain_epochs
