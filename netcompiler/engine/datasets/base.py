@@ -109,6 +109,13 @@ def seq_lengths_of(arrays: Mapping[str, np.ndarray], spec: Mapping[str, DataSpec
     return {key: int(arrays[key].shape[0]) for key, s in spec.items() if s.has_time_axis}
 
 
+def checked_epoch(owner: "Dataset", epoch: Any) -> int:
+    """`epoch` as an int, or the ValueError `Dataset.init_epoch` raises for a bad epoch (an int >= 1)."""
+    if isinstance(epoch, bool) or not isinstance(epoch, (int, np.integer)) or epoch < 1:
+        raise ValueError(f"{owner.subject}: epoch must be an int >= 1, got {epoch!r}")
+    return int(epoch)
+
+
 # ---------------------------------------------------------------------------
 # Options
 
@@ -370,9 +377,7 @@ class Dataset:
 
     def init_epoch(self, epoch: int) -> None:
         """Start epoch `epoch` (counting from 1): fixes its sequences and their order."""
-        if isinstance(epoch, bool) or not isinstance(epoch, (int, np.integer)) or epoch < 1:
-            raise ValueError(f"{self.subject}: epoch must be an int >= 1, got {epoch!r}")
-        self.epoch = int(epoch)
+        self.epoch = checked_epoch(self, epoch)
         self._prepare_epoch(self.epoch)
         lengths = self._sort_lengths() if self.ordering.needs_lengths else None
         order = make_seq_order(self.ordering, self._num_corpus_seqs(), lengths=lengths,

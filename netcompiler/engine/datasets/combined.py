@@ -38,12 +38,11 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from netcompiler.engine.datasets.base import DataSpec, Option, register
+from netcompiler.engine.datasets.base import DataSpec, Option, checked_epoch, register
 from netcompiler.engine.datasets.composite import (
     ComposedDataset,
     SubDatasets,
     check_declared,
-    checked_epoch,
     sub_epoch,
 )
 from netcompiler.engine.datasets.ordering import SeqOrdering, make_seq_order, partition_of_epoch

@@ -14,20 +14,11 @@ from __future__ import annotations
 import sys
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
 
-import numpy as np
-
 from netcompiler.engine.datasets.base import DataSpec, Dataset
 from netcompiler.errors import closest_match, quoted
 
 # A sub-dataset's options that the owner overrides (its order comes from the owner), with what to do.
 ORDER_OPTIONS = ("seq_ordering", "partition_epoch", "repeat_epoch")
-
-
-def checked_epoch(owner: Dataset, epoch: Any) -> int:
-    """`epoch` as an int, or the ValueError `Dataset.init_epoch` raises for a bad epoch."""
-    if isinstance(epoch, bool) or not isinstance(epoch, (int, np.integer)) or epoch < 1:
-        raise ValueError(f"{owner.subject}: epoch must be an int >= 1, got {epoch!r}")
-    return int(epoch)
 
 
 def sub_epoch(owner: Dataset, epoch: int) -> int:

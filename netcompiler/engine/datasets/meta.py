@@ -33,12 +33,11 @@ from typing import Any, Dict, List, Tuple
 
 import numpy as np
 
-from netcompiler.engine.datasets.base import DataSpec, Dataset, Option, register
+from netcompiler.engine.datasets.base import DataSpec, Dataset, Option, checked_epoch, register
 from netcompiler.engine.datasets.composite import (
     ComposedDataset,
     SubDatasets,
     check_declared,
-    checked_epoch,
     sub_epoch,
 )
 from netcompiler.errors import DataFileError, InvalidOptionError, quoted
