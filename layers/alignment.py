@@ -8,7 +8,8 @@ from typing import Dict, List, Tuple
 
 from netcompiler import frontend as rf
 from netcompiler.frontend import alignment as dp
-from netcompiler.layer_base import NONE_TYPE, NUMBER, LayerBase, LayerWithParts, Option, PartLayer
+from netcompiler.layer_base import NONE_TYPE, NUMBER, LayerBase, Option
+from netcompiler.layer_parts import LayerWithParts, PartLayer
 from netcompiler.references import target_reference
 from netcompiler.tensor import FLOAT_DTYPES, Data, Dim
 

@@ -5,7 +5,8 @@ import weakref
 from typing import Dict, List, Optional
 
 from netcompiler import frontend as rf
-from netcompiler.layer_base import REQUIRED, LayerBase, LayerWithParts, Option, PartLayer
+from netcompiler.layer_base import REQUIRED, LayerBase, Option
+from netcompiler.layer_parts import LayerWithParts, PartLayer
 from netcompiler.references import target_reference
 from netcompiler.tensor import FEATURE, SPATIAL, Data, Dim
 

@@ -4,7 +4,8 @@ not optimised (for that, put "loss": "as_is" on it or on a layer reading it)."""
 from typing import Any, Dict, List, Optional
 
 from netcompiler import frontend as rf
-from netcompiler.layer_base import NONE_TYPE, LayerBase, LayerWithParts, Option, PartLayer
+from netcompiler.layer_base import NONE_TYPE, LayerBase, Option
+from netcompiler.layer_parts import LayerWithParts, PartLayer
 from netcompiler.loss_base import LOSS_CLASSES, LossBase, make_loss
 from netcompiler.tensor import Data
 

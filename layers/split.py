@@ -3,7 +3,8 @@
 from typing import List, Tuple
 
 from netcompiler import frontend as rf
-from netcompiler.layer_base import NONE_TYPE, LayerWithParts, MissingOptionError, Option, PartLayer
+from netcompiler.layer_base import NONE_TYPE, MissingOptionError, Option
+from netcompiler.layer_parts import LayerWithParts, PartLayer
 from netcompiler.tensor import Dim, resolve_dim
 
 from .shape import AXIS_TYPES, size_text

@@ -14,10 +14,10 @@ Building one layer goes:
 
 No TensorFlow here: steps 1-4 are pure Python.
 
-The option declarations (`layer_options`), `ParamSpec` (`param_spec`), layers
-with sublayers (`layer_parts`: `LayerWithParts`, `PartLayer`) and the template
-of concatenated sources (`concat_sources`) have modules of their own; their
-names stay importable from here.
+The option declarations (`layer_options`), `ParamSpec` (`param_spec`) and the
+template of concatenated sources (`concat_sources`) have modules of their own;
+their names stay importable from here. Layers with sublayers (`LayerWithParts`,
+`PartLayer`) build on `LayerBase`: import them from `layer_parts`.
 """
 
 from __future__ import annotations
@@ -237,8 +237,8 @@ class LayerBase:
     @classmethod
     def loop_seed(cls, loop: Any, name: str, d: Dict[str, Any]) -> Optional[Data]:
         """The first guess for "prev:<name>" in a rec unit (`loop`: its `name` and `network`), for a layer of this
-        class written as
-        `d`, where the class knows it better than the generic guess (from 'n_out'/'out_type', else its first
+        class written as `d`,
+        where the class knows it better than the generic guess (from 'n_out'/'out_type', else its first
         input); None: the generic guess."""
         return None
 
@@ -428,12 +428,3 @@ def has_step_state(layer: LayerBase) -> bool:
     """Whether `layer`'s class may carry a state from step to step in a loop body."""
     return type(layer).initial_step_state is not LayerBase.initial_step_state
 
-
-def __getattr__(name: str):
-    """`LayerWithParts` and `PartLayer` (module `layer_parts`, which builds on `LayerBase`) stay importable from
-    here; loaded on first use, so that either module may be imported first."""
-    if name in ("LayerWithParts", "PartLayer"):
-        from . import layer_parts
-
-        return getattr(layer_parts, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
