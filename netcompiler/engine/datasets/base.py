@@ -382,11 +382,17 @@ class Dataset:
         lengths = self._sort_lengths() if self.ordering.needs_lengths else None
         order = make_seq_order(self.ordering, self._num_corpus_seqs(), lengths=lengths,
                                seed=self.random_seed(self.epoch, self.ordering.num_epochs_fixed))
+        self._order = np.asarray(self._repeat(self._partition(order)), dtype=np.int64)
+
+    def _partition(self, order: np.ndarray) -> np.ndarray:
+        """This epoch's part of a full epoch's `order` (`partition_epoch`)."""
         if self.options["partition_epoch"] > 1:
-            order = partition_of_epoch(order, self.options["partition_epoch"], self.epoch)
-        if self.options["repeat_epoch"] > 1:
-            order = np.tile(order, self.options["repeat_epoch"])
-        self._order = np.asarray(order, dtype=np.int64)
+            return partition_of_epoch(order, self.options["partition_epoch"], self.epoch)
+        return order
+
+    def _repeat(self, order: np.ndarray) -> np.ndarray:
+        """`order` repeated `repeat_epoch` times."""
+        return np.tile(order, self.options["repeat_epoch"]) if self.options["repeat_epoch"] > 1 else order
 
     # -- by index in the current epoch ------------------------------------------
 

@@ -45,7 +45,7 @@ from netcompiler.engine.datasets.composite import (
     check_declared,
     sub_epoch,
 )
-from netcompiler.engine.datasets.ordering import SeqOrdering, make_seq_order, partition_of_epoch
+from netcompiler.engine.datasets.ordering import SeqOrdering, make_seq_order
 from netcompiler.errors import closest_match, quoted
 
 SPECIAL_ORDERINGS = ("random_dataset", "interleave")
@@ -246,14 +246,6 @@ class CombinedDataset(ComposedDataset):
         else:
             order = self._ordered(np.concatenate(pools), partition=True)
         self._order = np.asarray(order, dtype=np.int64)
-
-    def _partition(self, order: np.ndarray) -> np.ndarray:
-        if self.options["partition_epoch"] > 1:
-            return partition_of_epoch(order, self.options["partition_epoch"], self.epoch)
-        return order
-
-    def _repeat(self, order: np.ndarray) -> np.ndarray:
-        return np.tile(order, self.options["repeat_epoch"]) if self.options["repeat_epoch"] > 1 else order
 
     def _ordered(self, pool: np.ndarray, partition: bool) -> np.ndarray:
         """`pool` (corpus indices) in the order of `seq_ordering`, partitioned and repeated."""
