@@ -12,6 +12,7 @@ from ..backends.gradient_order import second_order_gradients
 from .batching import BatchSettings
 from .epochs import EpochLoop, Scores, format_duration, format_scores
 from .feeding import tf_batches
+from .fused_updates import apply_gradients
 from .precision import StepCompute, tf_step_function
 
 
@@ -86,8 +87,7 @@ class Trainer(EpochLoop):
         """Updates the variables (nothing changes where the scalar bool `apply_if` is False)."""
         if self.clip_gradients is not None:
             grads = self.clip_gradients(grads)
-        from .fused_updates import apply_gradients  # one fused kernel per variable where one is exact
-        apply_gradients(self.optimizer, list(zip(grads, variables)), apply_if)
+        apply_gradients(self.optimizer, list(zip(grads, variables)), apply_if)  # fused kernels where exact
         self.step_count.assign_add(1 if apply_if is None else tf.cast(apply_if, tf.int64))
         return tf.no_op()
 
