@@ -64,7 +64,6 @@ def blstm_config(layers, n, dim=40, classes=1000, dropout=0.1):
 
 def make_model(name, settings):
     """(netcompiler config, hand-written torch module, [(nc name, hand parameter, nc -> hand layout)])."""
-    import torch
     from hand_torch import TorchLinear, TorchTransformer
     from netcompiler.config import load_config
 
@@ -345,8 +344,8 @@ def main():
     rounds = 3 if args.quick and args.rounds == 5 else args.rounds
     common = ["--rounds", str(rounds), "--threads", str(args.threads)] + ["--quick"] * args.quick + \
         ["--hand-fused"] * args.hand_fused
-    print(f"| model | params | frames/CPU-s nc | hand | ratio (goal >= 1.0) | peak MB nc / hand | ratio (goal <= 1.1) "
-          f"| above imports MB nc / hand | loss, grad agree |")
+    print("| model | params | frames/CPU-s nc | hand | ratio (goal >= 1.0) | peak MB nc / hand | ratio (goal <= 1.1) "
+          "| above imports MB nc / hand | loss, grad agree |")
     print("|---|---|---|---|---|---|---|---|---|")
     for name in args.models.split(","):
         t = run_child(["--child", "time", name] + common)
