@@ -9,6 +9,7 @@ from netcompiler.layer_base import NONE_TYPE
 
 INIT_TYPES = (str, int, float, dict, NONE_TYPE)
 
+
 @dataclass(frozen=True)
 class UnitKind:
     """A recurrence: how many blocks of n_out its weight matrices have, and the unit_opts it knows.
@@ -70,8 +71,6 @@ UNSUPPORTED_UNITS = {
     "cudnngru": "the cuDNN GRU (reset gate after the recurrent matmul) is not supported by netcompiler yet; "
                 "'gru' applies the reset gate before it",
 }
-
-# The values of `initial_state` (for the whole state, or per part): zeros, ones, or a trainable vector.
 
 
 def unit_param(key: str) -> str:
