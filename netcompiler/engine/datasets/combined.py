@@ -119,7 +119,8 @@ class CombinedDataset(ComposedDataset):
                                         suggestion="map each key of a sub-dataset to its own data key")
             keys[own] = key
         if not maps:
-            raise self.option_error("data_map", "must map at least one data key")
+            raise self.option_error("data_map", "must map at least one data key",
+                                    suggestion="e.g. 'data_map': {('am', 'data'): 'data'}")
         return maps
 
     def _merge_specs(self) -> Dict[str, DataSpec]:
@@ -159,10 +160,12 @@ class CombinedDataset(ComposedDataset):
             raise self.option_error("sampling_sizes", f"must give a size for each sub-dataset of the data_map "
                                                       f"({', '.join(self._names)})" +
                                     (f"; unknown: {', '.join(unknown)}" if unknown else "") +
-                                    (f"; missing: {', '.join(missing)}" if missing else ""))
+                                    (f"; missing: {', '.join(missing)}" if missing else ""),
+                                    suggestion="give one int for all, or a dict with every sub-dataset name")
         for name, size in value.items():
             if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1:
-                raise self.option_error("sampling_sizes", f"entry '{name}' must be a positive int, got {size!r}")
+                raise self.option_error("sampling_sizes", f"entry '{name}' must be a positive int, got {size!r}",
+                                        suggestion="e.g. 100")
         return {name: int(value[name]) for name in self._names}
 
     def _check_ordering_options(self) -> None:
@@ -263,7 +266,8 @@ class CombinedDataset(ComposedDataset):
             size = self._sampling[name]
             if len(pool) == 0:
                 raise self.option_error("sampling_sizes", f"takes {size} sequences of sub-dataset '{name}', which "
-                                                          f"has none in epoch {self.epoch}")
+                                                          f"has none in epoch {self.epoch}",
+                                        suggestion=f"give datasets['{name}'] sequences or remove it from data_map")
             start = ((self.epoch - 1) * size) % len(pool)
             parts.append(pool[np.arange(start, start + size) % len(pool)])
         return np.concatenate(parts)

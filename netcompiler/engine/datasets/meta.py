@@ -92,7 +92,8 @@ class MetaDataset(ComposedDataset):
         if control is not None and control not in used:
             if control not in self.options["datasets"]:
                 raise self.option_error("seq_order_control_dataset", f"names {quoted(control)}, which 'datasets' "
-                                        f"does not have (it has: {', '.join(map(str, self.options['datasets']))})")
+                                        f"does not have (it has: {', '.join(map(str, self.options['datasets']))})",
+                                        suggestion="name one of the sub-datasets in 'datasets'")
             used.append(control)
         self.subs = SubDatasets(self, used)
         self.default = control if control is not None else self._map["data"][0]
@@ -121,7 +122,8 @@ class MetaDataset(ComposedDataset):
                                         suggestion="e.g. 'data_map': {'data': ('feat', 'data')}")
             parsed[key] = (target[0], target[1])
         if not parsed:
-            raise self.option_error("data_map", "must map at least one data key")
+            raise self.option_error("data_map", "must map at least one data key",
+                                    suggestion="e.g. 'data_map': {'data': ('feat', 'data')}")
         return dict(sorted(parsed.items()))  # RETURNN's get_data_keys order
 
     def _check_control_options(self) -> None:
