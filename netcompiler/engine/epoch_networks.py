@@ -53,7 +53,7 @@ def epoch_config(config: Config, epoch_network: EpochNetwork) -> Config:
 
 def network_epoch_for_task(config: Config, schedule: NetworkSchedule, task: str, model_prefix: str) -> int:
     """The epoch whose network a run starts with: in training, the epoch of the checkpoint it resumes from
-    (else 1); otherwise the epoch of the checkpoint it loads (`load_epoch`, `load` named `<model>.NNN`, the newest),
+    (else 1); otherwise the epoch of the checkpoint it loads (`load` named `<model>.NNN`, `load_epoch`, the newest),
     else the last epoch (`final_epoch`)."""
     from .checkpoint_files import complete_checkpoints  # (not .checkpoints: no TensorFlow import for dump-net)
     from .start_epoch import start_epoch_setting
@@ -63,14 +63,14 @@ def network_epoch_for_task(config: Config, schedule: NetworkSchedule, task: str,
     if task == "train":
         start = start_epoch_setting(config.get("start_epoch"))
         return max(start - 1, 1) if start is not None else (newest or 1)
-    load_epoch = config.get("load_epoch")
-    if isinstance(load_epoch, int) and not isinstance(load_epoch, bool) and load_epoch > 0:
-        return load_epoch
-    load = config.get("load")
-    if isinstance(load, str):
+    load = config.get("load")  # before load_epoch, as the session loads it (session.py: `load` wins)
+    if isinstance(load, str) and load:
         suffix = load.rsplit(".", 2)
         digits = [part for part in suffix[1:] if part.isdigit()]
         return int(digits[0]) if digits else final_epoch(config, schedule)
+    load_epoch = config.get("load_epoch")
+    if isinstance(load_epoch, int) and not isinstance(load_epoch, bool) and load_epoch > 0:
+        return load_epoch
     return newest or final_epoch(config, schedule)
 
 
