@@ -84,7 +84,7 @@ class LayerBase:
     def _check_reused_params(self) -> None:
         """Each parameter taken from another layer (`reuse_params`) has there the shape this layer needs (in a
         loop body once its "prev:" templates have settled: `LoopBody.infer`)."""
-        if getattr(self.network, "guessing_templates", False):
+        if self.network.guessing_templates:
             return
         for name, spec in self.params.items():
             source = self.param_source(name)

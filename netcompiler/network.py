@@ -46,6 +46,10 @@ class Network:
     per_step = False
     """Whether this network is a loop body: its layers have a value per step, not one per forward pass."""
 
+    guessing_templates = False
+    """True while a loop body's "prev:" templates are still first guesses (`LoopBody.infer`): shapes of shared
+    parameters are checked once they settle."""
+
     def __init__(
         self,
         net_dict: Dict[str, Any],
