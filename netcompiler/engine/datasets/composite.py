@@ -130,7 +130,8 @@ def check_declared(owner: Dataset, spec: Mapping[str, DataSpec]) -> None:
         for key, (dim, ndim) in dims.items():
             if key not in spec:
                 raise owner.option_error("data_dims", f"names the data key {quoted(key)}, which the data_map does not "
-                                                      f"define (keys: {', '.join(spec)})")
+                                                      f"define (keys: {', '.join(spec)})",
+                                        suggestion="name the own data keys of the data_map, or remove 'data_dims'")
             have = (spec[key].dim, len(spec[key].shape))
             if (dim, ndim) != have:
                 raise owner.option_error("data_dims", f"says {quoted(key)} is {(dim, ndim)} (dim, ndim), but the "
