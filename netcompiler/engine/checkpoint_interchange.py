@@ -50,7 +50,7 @@ def checkpoint_format(path: str) -> Optional[str]:
     "torch" (``<path>`` ending in .pt or ``<path>.pt``); None when there is no such file."""
     path = checkpoint_stem(path)
     if os.path.exists(path + TF_INDEX):
-        from .checkpoints import is_name_based
+        from .checkpoint_params import is_name_based
 
         return RETURNN if is_name_based(path) else "tensorflow"
     if (path.endswith(TORCH_SUFFIX) and os.path.isfile(path)) or os.path.isfile(path + TORCH_SUFFIX):
@@ -79,11 +79,11 @@ def read_params(path: str, fmt: Optional[str] = None) -> Dict[str, Any]:
         raise CheckpointError(f"checkpoint '{path}' does not exist (no file '{path}{TF_INDEX}', '{path}' or "
                               f"'{path}{TORCH_SUFFIX}')")
     if fmt == "tensorflow":
-        from .checkpoints import read_tf_params
+        from .checkpoint_params import read_tf_params
 
         saved = read_tf_params(path)
     elif fmt == RETURNN:
-        from .checkpoints import read_name_based_params
+        from .checkpoint_params import read_name_based_params
 
         everything = read_name_based_params(path)
         saved = {name: value for name, value in everything.items() if not _is_bookkeeping(name, everything)}

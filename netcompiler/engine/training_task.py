@@ -22,7 +22,8 @@ def train(session) -> None:
     from .epochs import format_duration, format_scores
     from .last_best_model import LastBestModel
     from .learning_curve import LearningCurve, learning_curve_path
-    from .learning_rate import LearningRateControl, score_names
+    from .epoch_scores import score_names
+    from .learning_rate import LearningRateControl
 
     tf = session.tf
     values = session.config.values
