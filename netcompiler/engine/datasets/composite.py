@@ -14,7 +14,7 @@ from __future__ import annotations
 import sys
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
 
-from netcompiler.engine.datasets.base import DataSpec, Dataset
+from netcompiler.engine.datasets.base import DataSpec, Dataset, parse_data_dims
 from netcompiler.errors import closest_match, quoted
 
 # A sub-dataset's options that the owner overrides (its order comes from the owner), with what to do.
@@ -120,8 +120,6 @@ class SubDatasets:
 
 def check_declared(owner: Dataset, spec: Mapping[str, DataSpec]) -> None:
     """The `data_dims` / `data_dtypes` options (RETURNN: deprecated, only to double-check) against `spec`."""
-    from netcompiler.engine.datasets.base import parse_data_dims
-
     if owner.options.get("data_dims") is not None:
         try:
             dims = parse_data_dims(owner.options["data_dims"])
