@@ -8,32 +8,32 @@ AXIS = (str, int, Dim)
 AXES = AXIS + (list, tuple)
 
 
-def _is_int(value) -> bool:
+def is_int(value) -> bool:
     """An int that is not a bool."""
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _axis_dim(layer: LayerBase, x: Data, option: str, doing: str) -> Dim:
+def axis_dim(layer: LayerBase, x: Data, option: str, doing: str) -> Dim:
     """The one non-batch Dim of `x` that option `option` names."""
     dim = resolve_dim(x, layer.opts[option], layer=layer.name, option=option)
-    _check_not_batch(layer, dim, option, doing)
+    check_not_batch(layer, dim, option, doing)
     return dim
 
 
-def _check_not_batch(layer: LayerBase, dim: Dim, option: str, doing: str) -> None:
+def check_not_batch(layer: LayerBase, dim: Dim, option: str, doing: str) -> None:
     if dim.is_batch:
         raise layer.error(f"cannot {doing} the batch axis (option '{option}' is {layer.opts[option]!r})",
                           option=option, suggestion="name a time, spatial or feature axis")
 
 
-def _int_at_least(layer: LayerBase, option: str, minimum: int) -> int:
+def int_at_least(layer: LayerBase, option: str, minimum: int) -> int:
     value = layer.opts[option]
     if value < minimum:
         raise layer.error(f"option '{option}' is {value}, but must be >= {minimum}", option=option)
     return value
 
 
-def _check_fill_value(layer: LayerBase, x: Data, option: str) -> None:
+def check_fill_value(layer: LayerBase, x: Data, option: str) -> None:
     """A constant written into `x` (pad value, mask value) must fit its dtype."""
     value = layer.opts[option]
     if x.dtype in INT_DTYPES and isinstance(value, float) and not value.is_integer():

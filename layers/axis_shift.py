@@ -6,7 +6,7 @@ from netcompiler.layer_base import NONE_TYPE, NUMBER, LayerBase, Option
 from netcompiler.tensor import Data, Dim, pad_dim, resolve_dim, slice_dim
 
 from .repeat_tile import _declared_out_dim, _set_declared_sizes, repeat_frames
-from .axis_options import AXIS, _axis_dim, _check_fill_value
+from .axis_options import AXIS, axis_dim, check_fill_value
 
 
 class ShiftAxisLayer(LayerBase):
@@ -34,7 +34,7 @@ class ShiftAxisLayer(LayerBase):
     }
 
     def _axis(self) -> Dim:
-        return _axis_dim(self, self.input_data, "axis", "shift")
+        return axis_dim(self, self.input_data, "axis", "shift")
 
     def _amount(self) -> int:
         amount = self.opts["amount"]
@@ -61,7 +61,7 @@ class ShiftAxisLayer(LayerBase):
     def make_output(self) -> Data:
         x = self.input_data
         if self.opts["pad"]:
-            _check_fill_value(self, x, "pad_value")
+            check_fill_value(self, x, "pad_value")
         return x.copy(name=self.name).copy_replace_dim(self._axis(), self._out_dim())
 
     def emit(self, inputs):

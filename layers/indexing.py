@@ -6,8 +6,8 @@ from netcompiler import frontend as rf
 from netcompiler.layer_base import NONE_TYPE, LayerBase, Option
 from netcompiler.tensor import INT_DTYPES, Dim, slice_dim
 
-from .axis_options import AXIS, _axis_dim, _is_int
-from .sequence_masks import _sequence_sizes
+from .axis_options import AXIS, axis_dim, is_int
+from .sequence_masks import sequence_sizes
 
 
 class SliceLayer(LayerBase):
@@ -38,7 +38,7 @@ class SliceLayer(LayerBase):
 
     def _sliced_dims(self) -> Tuple[Dim, Dim]:
         """The sliced axis of the input and the Dim it becomes."""
-        dim = _axis_dim(self, self.input_data, "axis", "slice")
+        dim = axis_dim(self, self.input_data, "axis", "slice")
         step = self.opts["slice_step"]
         if step is not None and step <= 0:
             raise self.error(f"option 'slice_step' is {step}; only steps > 0 are supported by netcompiler yet",
@@ -49,7 +49,7 @@ class SliceLayer(LayerBase):
         x = inputs.x
         dim, sliced = self._sliced_dims()
         start, end, step = (self.opts[k] for k in ("slice_start", "slice_end", "slice_step"))
-        sizes = _sequence_sizes(inputs.run, x, dim) if start is not None and start < 0 else None
+        sizes = sequence_sizes(inputs.run, x, dim) if start is not None and start < 0 else None
         if sizes is not None:  # each sequence's slice begins -start frames before its own end
             frames = rf.range_over_dim(sliced)
             if step not in (None, 1):
@@ -84,7 +84,7 @@ class GatherLayer(LayerBase):
         x = self.input_data
         dim = self._gather_axis()
         position = self.opts["position"]
-        if _is_int(position):
+        if is_int(position):
             self._check_index(dim, position)
             return x.copy_without_dims([dim], name=self.name)
         indices = position.output
@@ -97,11 +97,11 @@ class GatherLayer(LayerBase):
         return x.copy(name=self.name, dims=x.dims[:axis] + new_axes + x.dims[axis + 1:])
 
     def _gather_axis(self) -> Dim:
-        return _axis_dim(self, self.input_data, "axis", "gather from")
+        return axis_dim(self, self.input_data, "axis", "gather from")
 
     def emit(self, inputs):
         dim, position = self._gather_axis(), self.opts["position"]
-        if _is_int(position):  # a static axis has that index (checked); only a dynamic one may be shorter
+        if is_int(position):  # a static axis has that index (checked); only a dynamic one may be shorter
             index = position % dim.size if position < 0 else position
             return rf.gather(inputs.x, indices=index, axis=dim, clip_to_valid=dim.is_dynamic)
         # the axes that input and position share are the gather's batch axes

@@ -7,7 +7,7 @@ from netcompiler import frontend as rf
 from netcompiler.layer_base import NONE_TYPE, LayerBase, Option
 from netcompiler.tensor import SPATIAL, Data, Dim, Tensor, resolve_dim
 
-from .axis_options import AXIS, _axis_dim, _is_int
+from .axis_options import AXIS, axis_dim, is_int
 
 
 def _int_layer(layer: LayerBase, option: str) -> Optional[Data]:
@@ -49,7 +49,7 @@ class SliceNdLayer(LayerBase):
     }
 
     def _axis(self) -> Dim:
-        return _axis_dim(self, self.input_data, "axis", "slice")
+        return axis_dim(self, self.input_data, "axis", "slice")
 
     def _start(self) -> Optional[Data]:
         start = _int_layer(self, "start")
@@ -68,7 +68,7 @@ class SliceNdLayer(LayerBase):
     def _slice_dim(self) -> Dim:
         size, start = self.opts["size"], self._start()
         declared = self.opts["out_spatial_dim"]
-        if _is_int(size):
+        if is_int(size):
             if size < 0:
                 raise self.error(f"'size' is {size}, but must be >= 0", option="size")
             made = self.new_dim(size, SPATIAL, f"sliced-time:{self.name}")

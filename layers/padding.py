@@ -6,8 +6,8 @@ from netcompiler import frontend as rf
 from netcompiler.layer_base import NONE_TYPE, NUMBER, LayerBase, Option
 from netcompiler.tensor import Dim, Tensor, pad_dim, resolve_dims
 
-from .axis_options import AXES, _check_fill_value, _check_not_batch, _is_int
-from .sequence_masks import _compare_in, _sequence_sizes
+from .axis_options import AXES, check_fill_value, check_not_batch, is_int
+from .sequence_masks import compare_in, sequence_sizes
 
 PAD_MODES = ("constant", "reflect", "symmetric", "replication")
 
@@ -40,7 +40,7 @@ class PadLayer(LayerBase):
 
     def make_output(self):
         x = self.input_data
-        _check_fill_value(self, x, "value")
+        check_fill_value(self, x, "value")
         out = x.copy(name=self.name)
         for dim, left, right in self._pad_axes():
             self._check_mode_fits(dim, left, right)
@@ -55,7 +55,7 @@ class PadLayer(LayerBase):
             raise self.error(f"option 'axes' {self.opts['axes']!r} names no axis of {x.describe()}", option="axes")
         pads = [(dim, left, right) for dim, (left, right) in zip(dims, self._paddings(len(dims)))]
         for dim, _, _ in pads:
-            _check_not_batch(self, dim, "axes", "pad")
+            check_not_batch(self, dim, "axes", "pad")
         return pads
 
     def emit(self, inputs):
@@ -66,7 +66,7 @@ class PadLayer(LayerBase):
 
     def _pad_axis(self, run: rf.RunContext, x: Tensor, dim: Dim, left: int, right: int) -> Tensor:
         mode, value, out_dim = self.opts["mode"], self.opts["value"], pad_dim(dim, left, right)
-        sizes = _sequence_sizes(run, x, dim) if self.opts["handle_dynamic_dims"] is not False else None
+        sizes = sequence_sizes(run, x, dim) if self.opts["handle_dynamic_dims"] is not False else None
         if mode == "replication" or (sizes is not None and mode != "constant"):
             offsets = rf.range_over_dim(out_dim)  # relative to the first frame
             if left:
@@ -77,16 +77,16 @@ class PadLayer(LayerBase):
         y = rf.pad(x, axes=[dim], padding=[(left, right)], out_dims=[out_dim], mode=mode, value=value)
         if sizes is not None and right > 0:  # the right padding follows each sequence's own end
             ends = sizes + left if left else sizes
-            y = rf.where(_compare_in(y, ends, "greater", rf.range_over_dim(out_dim, like=y)), y, value)
+            y = rf.where(compare_in(y, ends, "greater", rf.range_over_dim(out_dim, like=y)), y, value)
         return y
 
     def _paddings(self, count: int) -> List[Tuple[int, int]]:
         padding = self.opts["padding"]
-        if _is_int(padding):
+        if is_int(padding):
             pairs = [(padding, padding)] * count
-        elif len(padding) == 2 and all(_is_int(p) for p in padding):
+        elif len(padding) == 2 and all(is_int(p) for p in padding):
             pairs = [tuple(padding)] * count
-        elif all(isinstance(p, (list, tuple)) and len(p) == 2 and all(_is_int(q) for q in p) for p in padding):
+        elif all(isinstance(p, (list, tuple)) and len(p) == 2 and all(is_int(q) for q in p) for p in padding):
             pairs = [tuple(p) for p in padding]
         else:
             raise self.error(f"option 'padding' is {padding!r}; expected an int, (left, right) or a list of "

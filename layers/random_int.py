@@ -7,7 +7,7 @@ from netcompiler.layer_base import NONE_TYPE, LayerBase, Option
 from netcompiler.tensor import FEATURE, SPATIAL, Data, Dim
 
 from .constant import check_dtype
-from .axis_options import _is_int
+from .axis_options import is_int
 
 
 class RandIntLayer(LayerBase):
@@ -40,7 +40,7 @@ class RandIntLayer(LayerBase):
         for i, entry in enumerate(shape):
             if isinstance(entry, Dim):
                 dims.append(entry)
-            elif _is_int(entry) and entry >= 0:
+            elif is_int(entry) and entry >= 0:
                 last = i == len(shape) - 1
                 dims.append(self.new_dim(entry, FEATURE if last else SPATIAL, f"{self.name}:static:{i}"))
             else:
@@ -65,7 +65,7 @@ class RandIntLayer(LayerBase):
         if not dtype.startswith(("int", "uint", "float")):
             raise self.error(f"'dtype' {dtype!r} is no number type", option="dtype", suggestion="e.g. 'int32'")
         minval, maxval = self._bound("minval"), self._bound("maxval")
-        if _is_int(minval) and _is_int(maxval) and maxval <= minval:
+        if is_int(minval) and is_int(maxval) and maxval <= minval:
             raise self.error(f"'maxval' {maxval} must be greater than 'minval' {minval} (the range [minval, maxval) "
                              f"is empty)", option="maxval")
         sparse_dim = self.opts["sparse_dim"]

@@ -9,7 +9,7 @@ from netcompiler import frontend as rf
 from netcompiler.layer_base import NONE_TYPE, NUMBER, LayerBase, Option
 from netcompiler.tensor import SPATIAL, Data, Dim, Tensor, merge_dims, resolve_dim
 
-from .axis_options import AXIS, _axis_dim, _is_int
+from .axis_options import AXIS, axis_dim, is_int
 
 
 def _times_dim(layer: LayerBase, dim: Dim, k: int, before: bool) -> Dim:
@@ -97,7 +97,7 @@ class TileLayer(LayerBase):
         tiled = []
         for desc, k in self.opts["multiples"].items():
             dim = resolve_dim(x, desc, layer=self.name, option="multiples")
-            if not _is_int(k) or k < 1:
+            if not is_int(k) or k < 1:
                 raise self.error(f"'multiples' of axis {desc!r} is {k!r}, but must be an int >= 1",
                                  option="multiples")
             if k == 1:
@@ -152,7 +152,7 @@ class RepeatLayer(LayerBase):
     }
 
     def _axis(self) -> Dim:
-        return _axis_dim(self, self.input_data, "axis", "repeat")
+        return axis_dim(self, self.input_data, "axis", "repeat")
 
     def _made_dim(self) -> Dim:
         axis = self._axis()
@@ -231,11 +231,11 @@ class ResizeLayer(LayerBase):
     }
 
     def _axis(self) -> Dim:
-        return _axis_dim(self, self.input_data, "axis", "resize")
+        return axis_dim(self, self.input_data, "axis", "resize")
 
     def _factor(self) -> int:
         factor = self.opts["factor"]
-        if not _is_int(factor):
+        if not is_int(factor):
             what = f"layer '{factor.name}'" if isinstance(factor, LayerBase) else repr(factor)
             raise self.error(f"'factor' {what} is not supported: only an int factor resizes each sequence on its "
                              f"own (RETURNN resizes the padded batch, so other factors make a sequence's values depend "
@@ -256,7 +256,7 @@ class ResizeLayer(LayerBase):
                 raise self.error("kind 'fill' needs 'fill_value'", option="fill_value", suggestion="e.g. 0")
             if self._factor() < 2:
                 raise self.error("kind 'fill' needs 'factor' >= 2 (RETURNN's condition)", option="factor")
-            if (x.sparse or x.dtype.startswith("int")) and not _is_int(value):
+            if (x.sparse or x.dtype.startswith("int")) and not is_int(value):
                 raise self.error(f"'fill_value' {value!r} must be an int for the {x.dtype} input {x.describe()}",
                                  option="fill_value")
         elif kind == "linear" and not x.dtype.startswith("float"):

@@ -8,9 +8,9 @@ from netcompiler import frontend as rf
 from netcompiler.layer_base import NONE_TYPE, NUMBER, LayerBase, Option
 from netcompiler.tensor import INT_DTYPES, SPATIAL, Dim, Tensor, conv_out_dim, pad_dim
 
-from .axis_options import AXIS, _axis_dim, _check_fill_value, _int_at_least, _is_int
+from .axis_options import AXIS, axis_dim, check_fill_value, int_at_least, is_int
 from .cum_concat import frame_dim, in_loop_step
-from .sequence_masks import _all_of, _compare_in, _sequence_sizes
+from .sequence_masks import all_of, compare_in, sequence_sizes
 
 
 class WindowLayer(LayerBase):
@@ -49,9 +49,9 @@ class WindowLayer(LayerBase):
 
     def _window_dims(self) -> Tuple[Dim, Dim, Dim]:
         """The windowed axis of the input, the Dim it becomes (one frame per window) and the window's Dim."""
-        dim = _axis_dim(self, self.input_data, "axis", "window over")
-        size = _int_at_least(self, "window_size", 1)
-        stride = _int_at_least(self, "stride", 1)
+        dim = axis_dim(self, self.input_data, "axis", "window over")
+        size = int_at_least(self, "window_size", 1)
+        stride = int_at_least(self, "stride", 1)
         padding = self.opts["padding"].lower()
         if padding not in ("same", "valid"):
             raise self.error(f"option 'padding' is {self.opts['padding']!r}, expected 'same' or 'valid'",
@@ -61,7 +61,7 @@ class WindowLayer(LayerBase):
 
     def _loop_window_dim(self) -> Dim:
         """The window's Dim in a loop body, where only the window over the steps so far is possible."""
-        size = _int_at_least(self, "window_size", 1)
+        size = int_at_least(self, "window_size", 1)
         wrong = {"window_left": (None, size - 1), "window_right": (None, 0), "stride": (1,), "axis": ("T",)}
         for key, allowed in wrong.items():
             if self.opts[key] not in allowed:
@@ -96,7 +96,7 @@ class WindowLayer(LayerBase):
         x = inputs.x
         dim, windowed, window = self._window_dims()
         if self.opts["padding"].lower() == "same":
-            if _sequence_sizes(inputs.run, x, dim) is not None:
+            if sequence_sizes(inputs.run, x, dim) is not None:
                 x = rf.masked(x, [dim], 0)
             left, right = self._left_right()
             if left or right:
@@ -150,7 +150,7 @@ class CumsumLayer(LayerBase):
         if isinstance(self.opts["additional_left_summand_per_element"], str):
             raise self.error("option 'additional_left_summand_per_element' as a string is not supported by "
                              "netcompiler yet", option="additional_left_summand_per_element")
-        _check_fill_value(self, x, "additional_left_summand_per_element")
+        check_fill_value(self, x, "additional_left_summand_per_element")
         return x.copy(name=self.name, sparse_dim=None)
 
     def _sum_axis(self) -> Optional[Dim]:
@@ -162,7 +162,7 @@ class CumsumLayer(LayerBase):
                                      f"{allowed!r}, not {self.opts[key]!r}", option=key,
                                      suggestion="move the layer out of the rec unit to sum over other axes")
             return None
-        return _axis_dim(self, self.input_data, "axis", "sum over")
+        return axis_dim(self, self.input_data, "axis", "sum over")
 
     def initial_step_state(self, inputs):
         if not in_loop_step(self):
@@ -178,7 +178,7 @@ class CumsumLayer(LayerBase):
             total = inputs.step_state["sum"] + x
             inputs.set_step_state({"sum": total})
             return total
-        if reverse and _sequence_sizes(inputs.run, x, dim) is not None:  # forward sums never read the padding
+        if reverse and sequence_sizes(inputs.run, x, dim) is not None:  # forward sums never read the padding
             x = rf.masked(x, [dim], 0)
         return rf.cumsum(x, axis=dim, reverse=reverse)
 
@@ -206,7 +206,7 @@ class SeqLenMaskLayer(LayerBase):
     def make_output(self):
         x = self.input_data
         dim = self._mask_axis()
-        _check_fill_value(self, x, "mask_value")
+        check_fill_value(self, x, "mask_value")
         for option in ("start", "window_start", "window_size"):
             self._check_per_sequence(option)
         self._check_window_pair()
@@ -228,11 +228,11 @@ class SeqLenMaskLayer(LayerBase):
                              f"window_start + window_size))", option=given[0])
 
     def _mask_axis(self) -> Dim:
-        return _axis_dim(self, self.input_data, "axis", "mask")
+        return axis_dim(self, self.input_data, "axis", "mask")
 
     def emit(self, inputs):
         x = inputs.x
-        keep = _all_of(x, list(self._conditions(inputs, x)))
+        keep = all_of(x, list(self._conditions(inputs, x)))
         return rf.where(keep, x, self.opts["mask_value"])
 
     def _conditions(self, inputs, x: Tensor):
@@ -241,17 +241,17 @@ class SeqLenMaskLayer(LayerBase):
         pos = rf.range_over_dim(dim, like=x)
         source = self.opts["seq_len_source"]
         if source is not None:
-            yield _compare_in(x, inputs.run.size(source.output.time_dim), "greater", pos)
+            yield compare_in(x, inputs.run.size(source.output.time_dim), "greater", pos)
         elif dim.is_dynamic:
-            yield _compare_in(x, inputs.run.size(dim), "greater", pos)
+            yield compare_in(x, inputs.run.size(dim), "greater", pos)
         if self.opts["start"] is not None:
-            yield _compare_in(x, self._per_sequence(inputs, "start"), "less_equal", pos)
+            yield compare_in(x, self._per_sequence(inputs, "start"), "less_equal", pos)
         if self.opts["window_start"] is not None:
             window_start = self._per_sequence(inputs, "window_start")
             size = self.opts["window_size"]
-            window_end = window_start + (size if _is_int(size) else self._per_sequence(inputs, "window_size"))
-            yield _compare_in(x, window_start, "less_equal", pos)
-            yield _compare_in(x, window_end, "greater", pos)
+            window_end = window_start + (size if is_int(size) else self._per_sequence(inputs, "window_size"))
+            yield compare_in(x, window_start, "less_equal", pos)
+            yield compare_in(x, window_end, "greater", pos)
 
     def _per_sequence(self, inputs, option: str) -> Tensor:
         """The values ([B]) of the layer that option `option` names, as int32 (the frame positions' dtype)."""
@@ -261,8 +261,8 @@ class SeqLenMaskLayer(LayerBase):
         value = self.opts[option]
         if value is None:
             return
-        if _is_int(value):
-            _int_at_least(self, option, 1)
+        if is_int(value):
+            int_at_least(self, option, 1)
             return
         data = value.output
         if data.dtype not in INT_DTYPES or any(not d.is_batch for d in data.dims):

@@ -8,7 +8,7 @@ from netcompiler import frontend as rf
 from netcompiler.tensor import Dim, Tensor
 
 
-def _sequence_sizes(run: rf.RunContext, x: Tensor, dim: Dim) -> Optional[Tensor]:
+def sequence_sizes(run: rf.RunContext, x: Tensor, dim: Dim) -> Optional[Tensor]:
     """The sizes of `dim` if its sequences end at their own frames of `x` (a Tensor over dims of `x`, e.g. [B]);
     None if every sequence runs to the end of the axis (a static axis, or no batch axis in `x`)."""
     if not dim.is_dynamic:
@@ -25,11 +25,11 @@ def _order_in(x: Tensor, *parts: Any) -> List[Dim]:
     return [d for d in x.dims if any(isinstance(p, Tensor) and p.has_dim(d) for p in parts)]
 
 
-def _compare_in(x: Tensor, a: Any, kind: str, b: Any) -> Tensor:
+def compare_in(x: Tensor, a: Any, kind: str, b: Any) -> Tensor:
     """a KIND b (see `rf.compare`), laid out in the order of `x`'s dims."""
     return rf.compare(a, kind, b, dim_order=_order_in(x, a, b))
 
 
-def _all_of(x: Tensor, conditions: Sequence[Tensor]) -> Tensor:
+def all_of(x: Tensor, conditions: Sequence[Tensor]) -> Tensor:
     """The conditions (bool Tensors over dims of `x`) and-ed, laid out in the order of `x`'s dims."""
     return functools.reduce(lambda a, b: rf.combine(a, "logical_and", b, dim_order=_order_in(x, a, b)), conditions)

@@ -5,8 +5,8 @@ from netcompiler import frontend as rf
 from netcompiler.layer_base import NUMBER, LayerBase, Option
 from netcompiler.tensor import Data, Dim, pad_dim
 
-from .axis_options import _check_fill_value
-from .sequence_masks import _compare_in, _sequence_sizes
+from .axis_options import check_fill_value
+from .sequence_masks import compare_in, sequence_sizes
 
 
 class _TimeAffix(LayerBase, register=False):
@@ -59,7 +59,7 @@ class PostfixInTimeLayer(_TimeAffix):
                                  f"input's dtype ({x.dtype}) and dims among the input's {x.describe()} without its "
                                  f"time axis", option="postfix")
         else:
-            _check_fill_value(self, x, "postfix")
+            check_fill_value(self, x, "postfix")
             if x.sparse_dim is not None and x.sparse_dim.size is not None and not 0 <= postfix < x.sparse_dim.size:
                 raise self.error(f"'postfix' {postfix} is no class of the sparse input {x.describe()} (0 to "
                                  f"{x.sparse_dim.size - 1})", option="postfix",
@@ -76,12 +76,12 @@ class PostfixInTimeLayer(_TimeAffix):
         if not isinstance(value, rf.Tensor) and x.dtype.startswith("int"):
             value = int(value)
         y = rf.pad(x, axes=[time], padding=[(0, self._repeat())], out_dims=[out_time], mode="constant", value=0)
-        ends = _sequence_sizes(inputs.run, x, time)
+        ends = sequence_sizes(inputs.run, x, time)
         if ends is None:
             ends = inputs.run.size(time)
         frames = rf.range_over_dim(out_time, like=y)
         self._sizes_now(inputs)
-        return rf.where(_compare_in(y, frames, "less", ends), y, value, dim_order=y.dims)
+        return rf.where(compare_in(y, frames, "less", ends), y, value, dim_order=y.dims)
 
 
 class PrefixInTimeLayer(_TimeAffix):
@@ -99,7 +99,7 @@ class PrefixInTimeLayer(_TimeAffix):
 
     def make_output(self) -> Data:
         x = self.input_data
-        _check_fill_value(self, x, "prefix")
+        check_fill_value(self, x, "prefix")
         return x.copy(name=self.name).copy_replace_dim(self._time(x), self._out_time(x))
 
     def emit(self, inputs):
