@@ -24,7 +24,8 @@ def default_export_path(model_prefix: str) -> str:
 def check_export_path(path) -> str:
     """`export_path` checked before any work: a path string naming no existing non-empty folder or a file."""
     if not isinstance(path, str) or not path:
-        raise ConfigError(f"expected a folder path string, got {path!r}", subject="config key 'export_path'")
+        raise ConfigError(f"expected a folder path string, got {path!r}", subject="config key 'export_path'",
+                          suggestion="set export_path = 'out/exported' (a new or empty folder)")
     if os.path.isdir(path) and os.listdir(path):
         raise ConfigError(f"the export folder '{path}' exists and is not empty; an export never overwrites one",
                           subject="config key 'export_path'",

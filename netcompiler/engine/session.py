@@ -210,7 +210,9 @@ class Session:
         ignore_missing = self.config.get("load_ignore_missing_vars", False)
         if not isinstance(ignore_missing, bool):
             raise InvalidOptionError(f"expected True or False, got {ignore_missing!r}",
-                                     subject="config key 'load_ignore_missing_vars'")
+                                     subject="config key 'load_ignore_missing_vars'",
+                                     suggestion="set it to True to keep the initial values of parameters the "
+                                                "checkpoint lacks")
         if (fmt is None or fmt == self.backend) and not skip and not ignore_missing:
             checkpoints.restore(path, self.model_state())
             return None
@@ -223,7 +225,8 @@ class Session:
         if value is None or (isinstance(value, int) and not isinstance(value, bool) and value <= 0):
             return None
         if isinstance(value, bool) or not isinstance(value, int):
-            raise InvalidOptionError(f"expected an epoch number, got {value!r}", subject="config key 'load_epoch'")
+            raise InvalidOptionError(f"expected an epoch number, got {value!r}", subject="config key 'load_epoch'",
+                                     suggestion="set load_epoch = N for the checkpoint '<model>.NNN', or remove it")
         from .checkpoint_interchange import checkpoint_format
         from .checkpoints import checkpoint_path, complete_checkpoints
 
@@ -365,5 +368,6 @@ def model_prefix_of(config: Config) -> str:
         base = os.path.splitext(os.path.basename(config.path))[0]
         model = os.path.join("out", base, "model")
     if not isinstance(model, str):
-        raise InvalidOptionError(f"must be a path prefix string, not {model!r}", subject="config key 'model'")
+        raise InvalidOptionError(f"must be a path prefix string, not {model!r}", subject="config key 'model'",
+                                 suggestion="set model = 'out/NAME/model' (checkpoints are written as <model>.NNN)")
     return model
