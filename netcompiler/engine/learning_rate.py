@@ -204,20 +204,20 @@ class LearningRateControl:
         self.epochs[epoch].scores.update(scores)
         self.save()
 
-    def check_error_measure(self, score_names: Sequence[str]) -> None:
+    def check_error_measure(self, names: Sequence[str]) -> None:
         """Before training: `learning_rate_control_error_measure` must name one of the scores the run will record
-        (`score_names`), else the first epoch would end in this error, after all its work."""
+        (`names`), else the first epoch would end in this error, after all its work."""
         if self.exp_scores:
-            score_names = list(with_exp_scores(dict.fromkeys(score_names)))
-        if self.error_measure is None or self._measure_key(dict.fromkeys(score_names)) is not None:
+            names = list(with_exp_scores(dict.fromkeys(names)))
+        if self.error_measure is None or self._measure_key(dict.fromkeys(names)) is not None:
             return
         wanted = self.error_measure[0]
-        near = closest_match(wanted.split(":")[0], score_names)
+        near = closest_match(wanted.split(":")[0], names)
         extra = " (':exp' scores are recorded only with calculate_exp_loss = True, as in RETURNN)" \
             if ":exp" in wanted and not self.exp_scores else ""
         raise _key_error("learning_rate_control_error_measure",
                          f"score {wanted!r} is not among the scores this run records "
-                         f"({', '.join(score_names) or 'none'}){extra}",
+                         f"({', '.join(names) or 'none'}){extra}",
                          suggestion=f"did you mean {near!r}?" if near else "set it to one of these score names")
 
     def forget_after(self, epoch: int) -> None:
