@@ -166,7 +166,7 @@ def training_parts(session, old_trainer=None):
 
 def resume_or_import(session, checkpoints, state) -> int:
     """The first epoch to train: after the newest complete checkpoint, or 1 (optionally importing one)."""
-    from .checkpoints import restore_for_start_epoch, start_epoch_setting
+    from .start_epoch import restore_for_start_epoch, start_epoch_setting
 
     from .preload import apply_preloads, parse_preloads
 
