@@ -25,7 +25,8 @@ class BuiltinUnit(UnitState):
         """The unit's kind and its unit_opts with defaults filled in."""
         key = unit_key(unit)
         if key in UNSUPPORTED_UNITS:
-            raise self.error(f"unit '{unit}': {UNSUPPORTED_UNITS[key]}", option="unit")
+            raise self.error(f"unit '{unit}': {UNSUPPORTED_UNITS[key]}", option="unit",
+                             suggestion="use a built-in unit, e.g. 'lstm' or 'gru'")
         if key not in UNITS:
             guess = closest_match(key, UNITS)
             raise self.error(f"unknown unit '{unit}' (built-in units: {', '.join(UNITS)})", option="unit",
@@ -48,30 +49,35 @@ class BuiltinUnit(UnitState):
                                  f"it takes: {', '.join(sorted(kind.supported)) or 'nothing'}")
             if key not in kind.supported and value != kind.unit_opts[key]:
                 raise self.error(f"'unit_opts' {key}={value!r} is not supported by netcompiler yet "
-                                 f"(only {kind.unit_opts[key]!r})", option="unit_opts")
+                                 f"(only {kind.unit_opts[key]!r})", option="unit_opts",
+                                 suggestion=f"leave out '{key}' or set it to {kind.unit_opts[key]!r}")
         self._check_unit_opt_values(given)
         return given
 
     def _check_unit_opt_values(self, given: Dict[str, Any]) -> None:
         peepholes = given.get("use_peepholes", False)
         if not isinstance(peepholes, bool):
-            raise self.error(f"'unit_opts' use_peepholes must be True or False, not {peepholes!r}", option="unit_opts")
+            raise self.error(f"'unit_opts' use_peepholes must be True or False, not {peepholes!r}", option="unit_opts",
+                             suggestion="e.g. 'unit_opts': {'use_peepholes': True}")
         if peepholes and unit_key(self.opts["unit"]) not in PEEPHOLE_UNITS:
             raise self.error(f"'unit_opts' use_peepholes: unit '{self.opts['unit']}' has no peepholes (RETURNN "
                              f"refuses them too)", option="unit_opts",
                              suggestion="use unit 'standardlstm' (TF's LSTMCell) for an LSTM with peepholes")
         bias = given.get("forget_bias", 0.0)
         if isinstance(bias, bool) or not isinstance(bias, NUMBER):
-            raise self.error(f"'unit_opts' forget_bias must be a number, not {bias!r}", option="unit_opts")
+            raise self.error(f"'unit_opts' forget_bias must be a number, not {bias!r}", option="unit_opts",
+                             suggestion="e.g. 'unit_opts': {'forget_bias': 1.0}")
         if "activation" in given:
             check_activation(given["activation"], self.name, option="unit_opts")
         for key in ("zoneout_factor_cell", "zoneout_factor_output"):
             value = given.get(key, 0.0)
             if isinstance(value, bool) or not isinstance(value, NUMBER) or not 0 <= value <= 1:
-                raise self.error(f"'unit_opts' {key} must be a number in [0, 1], not {value!r}", option="unit_opts")
+                raise self.error(f"'unit_opts' {key} must be a number in [0, 1], not {value!r}", option="unit_opts",
+                                 suggestion=f"e.g. 'unit_opts': {{'{key}': 0.1}}")
         depth = given.get("depth", 1)
         if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
-            raise self.error(f"'unit_opts' depth must be a positive int, not {depth!r}", option="unit_opts")
+            raise self.error(f"'unit_opts' depth must be a positive int, not {depth!r}", option="unit_opts",
+                             suggestion="e.g. 'unit_opts': {'depth': 5} (RETURNN's default)")
 
     def unit_params(self, kind: UnitKind, unit_opts: Dict[str, Any], in_dim: Dim, out_dim: Dim, forward: Any,
                     recurrent: Any, bias: Any) -> Dict[str, ParamSpec]:
