@@ -10,12 +10,12 @@ from typing import Dict, Optional
 
 from ..config import Config
 from ..errors import CheckpointError, ConfigError, InvalidOptionError, ModelFolderError
+from .checkpoint_interchange import TORCH_SUFFIX as _TORCH_SUFFIX  # (imports neither PyTorch nor TensorFlow)
 
 
 # settings that only the TensorFlow backend reads or that only make sense there
 _TF_ONLY_KEYS = ("tf_session_opts", "tf_log_memory_usage", "debug_add_check_numerics_ops",
                  "debug_add_check_numerics_on_output")
-_TORCH_SUFFIX = ".pt"  # torch_checkpoints.TORCH_SUFFIX, without importing PyTorch on TensorFlow runs
 
 
 def backend_name(config: Config) -> str:
