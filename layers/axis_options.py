@@ -29,7 +29,8 @@ def check_not_batch(layer: LayerBase, dim: Dim, option: str, doing: str) -> None
 def int_at_least(layer: LayerBase, option: str, minimum: int) -> int:
     value = layer.opts[option]
     if value < minimum:
-        raise layer.error(f"option '{option}' is {value}, but must be >= {minimum}", option=option)
+        raise layer.error(f"option '{option}' is {value}, but must be >= {minimum}", option=option,
+                          suggestion=f"e.g. '{option}': {minimum}")
     return value
 
 

@@ -100,7 +100,8 @@ def check_same_dtype(layer: LayerBase, inputs: Sequence[Tuple[str, Data]], optio
 
 def source_inputs(layer: LayerBase) -> List[Tuple[str, Data]]:
     if not layer.sources:
-        raise layer.error("this layer needs at least one input in 'from'", option="from")
+        raise layer.error("this layer needs at least one input in 'from'", option="from",
+                          suggestion="e.g. 'from': 'data'")
     return [(src.name, src.output) for src in layer.sources]
 
 

@@ -60,7 +60,8 @@ class EvalExpression:
 
     def _eval_output(self, inputs) -> Data:
         if not self.opts["eval"]:
-            raise self.error("kind 'eval' needs the option 'eval' (an expression over source(i))", option="eval")
+            raise self.error("kind 'eval' needs the option 'eval' (an expression over source(i))", option="eval",
+                             suggestion="e.g. 'eval': 'source(0) * 2'")
         self._compiled_eval()
         out = self._apply_out_type(broadcast_templates(self, inputs))
         gives = eval_result_dtype(self.opts["eval"], [data.dtype for _, data in inputs]) \
@@ -86,11 +87,13 @@ class EvalExpression:
         out_type = self.opts["out_type"] or {}
         if "dtype" in out_type:
             if out_type["dtype"] not in DTYPES:
-                raise self.error(f"'out_type' dtype {out_type['dtype']!r} is not a known dtype", option="out_type")
+                raise self.error(f"'out_type' dtype {out_type['dtype']!r} is not a known dtype", option="out_type",
+                                 suggestion=f"one of: {', '.join(sorted(DTYPES))}")
             out = out.copy(dtype=out_type["dtype"])
         dim = out_type.get("dim")
         if dim is not None and (not isinstance(dim, int) or isinstance(dim, bool) or dim <= 0):
-            raise self.error(f"'out_type' dim must be a positive int, not {dim!r}", option="out_type")
+            raise self.error(f"'out_type' dim must be a positive int, not {dim!r}", option="out_type",
+                             suggestion="e.g. 'out_type': {'dim': 10}")
         sparse = out_type.get("sparse", out.sparse)
         if sparse:
             return self._sparse_out(out, dim, "dtype" in out_type)

@@ -19,7 +19,8 @@ def concat_sources_template(sources: Sequence[LayerBase], name: str) -> Data:
     source's order is kept).
     """
     if not sources:
-        raise InvalidOptionError("this layer needs at least one input in 'from'", layer=name, option="from")
+        raise InvalidOptionError("this layer needs at least one input in 'from'", layer=name, option="from",
+                                 suggestion="e.g. 'from': 'data'")
     first = sources[0].output
     if len(sources) == 1:
         return first
