@@ -24,13 +24,17 @@ def _as_float(key: str, value: Any, *, minimum: Optional[float] = None) -> float
         raise _key_error(key, f"expected a number, got {value!r}", suggestion=f"write {key} = 0.001 or similar")
     value = float(value)
     if math.isnan(value) or (minimum is not None and value < minimum):
-        raise _key_error(key, f"expected a number >= {minimum}, got {value!r}")
+        bound = f" >= {minimum}" if minimum is not None else " (not NaN)"
+        raise _key_error(key, f"expected a number{bound}, got {value!r}",
+                         suggestion=f"write {key} = {minimum} or more" if minimum is not None
+                         else f"give {key} a finite number")
     return value
 
 
 def _as_int(key: str, value: Any, *, minimum: int = 1) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise _key_error(key, f"expected a whole number >= {minimum}, got {value!r}")
+        raise _key_error(key, f"expected a whole number >= {minimum}, got {value!r}",
+                         suggestion=f"write {key} = {minimum} or more")
     return value
 
 
