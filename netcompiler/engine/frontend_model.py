@@ -84,7 +84,7 @@ def get_model_epoch(manager, config, task: str = "train") -> int:
     run loads -- in training the newest complete one (with start_epoch = N, that of epoch N - 1), in eval and
     forward the one 'load' names (its ".NNN" suffix) or else the newest -- and without one the first epoch trained
     (start_epoch, or 1). `manager`: the run's checkpoint manager (`latest_complete()`)."""
-    from .checkpoints import start_epoch_setting  # (imports TensorFlow: only where a run resumes)
+    from .start_epoch import start_epoch_setting
 
     if task == "train":
         start = start_epoch_setting(config.get("start_epoch"))
