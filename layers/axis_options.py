@@ -2,15 +2,11 @@
 Dim an option names), ints and lower bounds, and a constant that must fit the input's dtype."""
 
 from netcompiler.layer_base import LayerBase
+from netcompiler.limits import is_int
 from netcompiler.tensor import INT_DTYPES, Data, Dim, resolve_dim
 
 AXIS = (str, int, Dim)
 AXES = AXIS + (list, tuple)
-
-
-def is_int(value) -> bool:
-    """An int that is not a bool."""
-    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def axis_dim(layer: LayerBase, x: Data, option: str, doing: str) -> Dim:

@@ -2,10 +2,12 @@
 
 TensorFlow and PyTorch keep sizes and integer constants in 64 bits; a config value beyond that builds a
 template fine (Python ints have no bound) and crashes only when the step is made. Pure Python, no framework.
+Also the one "int but not bool" check for config values (`is_int`), which layers and engine share.
 """
 
 from __future__ import annotations
 
+import numbers
 from typing import Any, List, Optional, Tuple
 
 INT64_MIN, INT64_MAX = -2 ** 63, 2 ** 63 - 1
@@ -19,6 +21,12 @@ INT_DTYPE_RANGES = {
 
 MAX_WALKED_ITEMS = 100_000
 """`beyond_int64` looks at no more items than this in one value (a config value is never that big)."""
+
+
+def is_int(value: Any) -> bool:
+    """An integer config value: a Python or NumPy int, but not a bool (`True` is an int to Python, never to a
+    config option that wants a count or an index)."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
 def fits_int64(value: int) -> bool:

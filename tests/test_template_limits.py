@@ -7,7 +7,7 @@ import pytest
 
 from netcompiler.dump import format_dot, format_json, format_text
 from netcompiler.errors import ConfigError, InvalidOptionError
-from netcompiler.limits import INT64_MAX, beyond_int64, fits_dtype
+from netcompiler.limits import INT64_MAX, beyond_int64, fits_dtype, is_int
 from netcompiler.network import build_from_dict, nesting_depth
 
 EXTERN = {"data": {"dim": 3}, "classes": {"dim": 5, "sparse": True}}
@@ -25,6 +25,12 @@ def refused(net, *phrases, extern=EXTERN, error=ConfigError):
 
 def linear(**opts):
     return {"output": dict({"class": "linear", "n_out": 4, "from": "data"}, **opts)}
+
+
+def test_is_int_takes_python_and_numpy_ints_but_no_bools_or_numbers_of_other_kinds():
+    np = pytest.importorskip("numpy")
+    assert all(is_int(v) for v in (0, -3, 2 ** 70, np.int64(5), np.uint8(1)))
+    assert not any(is_int(v) for v in (True, False, np.bool_(True), 1.0, np.float32(2), "3", None))
 
 
 # --- integers beyond int64 --------------------------------------------------------------------------------

@@ -29,6 +29,7 @@ from typing import Any, Collection, Dict, Iterator, List, Mapping, Optional, Tup
 import numpy as np
 
 from netcompiler.errors import InvalidOptionError
+from netcompiler.limits import is_int
 
 Span = Tuple[int, int]  # [start, end) frames
 
@@ -83,10 +84,6 @@ def _chunking_error(problem: str) -> InvalidOptionError:
 _CHUNKING_FORMS = "expected 'size:step' (e.g. '50:25'), an int, (size, step), or (dict, dict) per data key"
 
 
-def _is_int(value: Any) -> bool:
-    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
-
-
 def parse_chunking(value: Any) -> Optional[Chunking]:
     """RETURNN's `chunking` forms -> Chunking, or None for no chunking (None, 0, "0", "").
 
@@ -97,12 +94,12 @@ def parse_chunking(value: Any) -> Optional[Chunking]:
         return value
     if isinstance(value, str):
         value = _parse_chunking_string(value)
-    if _is_int(value) or isinstance(value, dict):
+    if is_int(value) or isinstance(value, dict):
         value = (value, None)
     if not isinstance(value, (tuple, list)) or len(value) != 2:
         raise _chunking_error(f"{_CHUNKING_FORMS}; got {value!r}")
     size, step = value
-    if _is_int(size):
+    if is_int(size):
         return _int_chunking(int(size), step)
     if isinstance(size, dict):
         return _dict_chunking(size, step)
@@ -118,7 +115,7 @@ def _parse_chunking_string(text: str) -> Any:
 
 
 def _int_chunking(size: int, step: Any) -> Optional[Chunking]:
-    if step is not None and not _is_int(step):
+    if step is not None and not is_int(step):
         raise _chunking_error(f"chunk step must be an int like the size, got {step!r}")
     if size < 0 or (step is not None and step < 0):
         raise _chunking_error(f"chunk size and step must not be negative, got size {size}, step {step}")
@@ -133,7 +130,7 @@ def _dict_chunking(size: Dict[str, Any], step: Any) -> Chunking:
         raise _chunking_error(
             f"chunk steps must be a dict with the same keys as the sizes {sorted(size)}, got {step!r}")
     for key in size:
-        if not (_is_int(size[key]) and _is_int(step[key]) and size[key] > 0 and step[key] > 0):
+        if not (is_int(size[key]) and is_int(step[key]) and size[key] > 0 and step[key] > 0):
             raise _chunking_error(
                 f"chunk size and step of '{key}' must be positive ints, got {size[key]!r}:{step[key]!r}")
     return Chunking({k: int(v) for k, v in size.items()}, {k: int(v) for k, v in step.items()})
@@ -141,9 +138,9 @@ def _dict_chunking(size: Dict[str, Any], step: Any) -> Chunking:
 
 def positive_int_setting(value: Any, name: str, *, allow_unlimited: bool = False) -> float:
     """`value` of config key `name` as a positive int (math.inf for -1/None if `allow_unlimited`)."""
-    if allow_unlimited and (value is None or (_is_int(value) and value == -1)):
+    if allow_unlimited and (value is None or (is_int(value) and value == -1)):
         return math.inf
-    if not _is_int(value) or value <= 0:
+    if not is_int(value) or value <= 0:
         also = " (or -1 for no limit)" if allow_unlimited else ""
         raise InvalidOptionError(f"must be a positive int{also}, got {value!r}", subject=f"config key '{name}'")
     return int(value)
@@ -152,7 +149,7 @@ def positive_int_setting(value: Any, name: str, *, allow_unlimited: bool = False
 def parse_batch_size(value: Any) -> Dict[str, int]:
     """RETURNN's `batch_size` forms -> {key: frames}; key "*" applies to all keys (an int), else per data key."""
     if isinstance(value, dict):
-        if value and all(isinstance(k, str) and _is_int(v) and v > 0 for k, v in value.items()):
+        if value and all(isinstance(k, str) and is_int(v) and v > 0 for k, v in value.items()):
             return {k: int(v) for k, v in value.items()}
         raise InvalidOptionError(f"a dict must map data keys to positive ints, got {value!r}",
                                  subject="config key 'batch_size'", suggestion="e.g. {'data': 20000, 'classes': 5000}")
@@ -175,11 +172,11 @@ def _limit(limits: Mapping[str, float], key: str, unlimited: float = math.inf) -
 def parse_max_seq_length(value: Any, name: str = "max_seq_length") -> Dict[str, int]:
     """RETURNN's `max_seq_length` (or `min_seq_length`) forms -> {key: limit}; key "*" applies to all keys. A
     negative int -n means {"classes": n} for max_seq_length only."""
-    if value is None or (_is_int(value) and value == 0):
+    if value is None or (is_int(value) and value == 0):
         return {}
-    if _is_int(value) and (value > 0 or name == "max_seq_length"):
+    if is_int(value) and (value > 0 or name == "max_seq_length"):
         return {"*": int(value)} if value > 0 else {"classes": -int(value)}
-    if isinstance(value, dict) and all(_is_int(v) and v > 0 for v in value.values()):
+    if isinstance(value, dict) and all(is_int(v) and v > 0 for v in value.values()):
         return {str(k): int(v) for k, v in value.items()}
     raise InvalidOptionError(f"must be an int or a dict data key -> positive int, got {value!r}",
                              subject=f"config key '{name}'")

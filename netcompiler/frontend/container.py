@@ -59,7 +59,7 @@ class ModuleList(Module):
             delattr(self, key)
         kept = [(key, module) for key, module in entries if all(module is not d for _, d in doomed)]
         for i, (key, module) in enumerate(kept):
-            setattr(self, str(i) if _is_int(key) else key, module)
+            setattr(self, str(i) if _is_position_name(key) else key, module)
 
     __call__ = Module.__call__
 
@@ -124,14 +124,16 @@ def _entries(args: Tuple[Any, ...], own_type: type):
     if len(args) == 1 and isinstance(args[0], own_type):
         return [(key, value) for key, value in vars(args[0]).items() if isinstance(value, (Module, Parameter))]
     if len(args) == 1 and isinstance(args[0], dict):
-        return [(str(i) if _is_int(key) else key, value) for i, (key, value) in enumerate(args[0].items())]
+        return [(str(i) if _is_position_name(key) else key, value) for i, (key, value) in enumerate(args[0].items())]
     if len(args) == 1 and not isinstance(args[0], (Module, Tensor)) and not callable(args[0]) and \
             hasattr(args[0], "__iter__"):
         args = tuple(args[0])
     return [(str(i), value) for i, value in enumerate(args)]
 
 
-def _is_int(key: Any) -> bool:
+def _is_position_name(key: Any) -> bool:
+    """Whether a module's key is a position ("0", 3) rather than a chosen name: such keys are renumbered when
+    entries go. Not an int-type check (that is `netcompiler.limits.is_int`): "0" counts here."""
     try:
         int(key)
         return True
