@@ -72,7 +72,7 @@ def _dump_text(args) -> str:
 def _epoch_config(config, epoch):
     """The config of epoch `epoch` (dump-net --epoch; default: the final network) when the network changes per
     epoch (pretrain, get_network); else the config itself (the same network in every epoch)."""
-    from .engine.epoch_networks import epoch_config, final_epoch
+    from .engine.epoch_networks import epoch_network_config
     from .errors import InvalidOptionError
     from .network_schedule import NetworkSchedule
 
@@ -84,11 +84,11 @@ def _epoch_config(config, epoch):
         if epoch is not None:
             _print_notices(["--epoch: this config's network is the same in every epoch (no pretrain, get_network)"])
         return config
-    epoch = final_epoch(config, schedule) if epoch is None else epoch
-    kind = "a pretraining epoch; " if schedule.is_pretrain_epoch(epoch) else ""
-    _print_notices([f"the network of epoch {epoch} ({kind}{schedule.describe()}); dump-net --epoch N shows "
-                    f"another epoch's"])
-    return epoch_config(config, schedule.for_epoch(epoch))
+    chosen, epoch_network = epoch_network_config(config, schedule, epoch)
+    kind = "a pretraining epoch; " if epoch_network.is_pretrain else ""
+    _print_notices([f"the network of epoch {epoch_network.epoch} ({kind}{schedule.describe()}); dump-net --epoch N "
+                    f"shows another epoch's"])
+    return chosen
 
 
 def _dump_frontend(config, formatter) -> str:

@@ -129,12 +129,16 @@ def step_count(path, backend):
 
 def test_dump_net_shows_the_network_of_an_epoch(tmp_path, capsys):
     path = write(tmp_path, NETWORK + "pretrain = {'repetitions': [2, 1]}\n")
-    layers_of = {}
+    layers_of, notice_of = {}, {}
     for epoch in (1, 2, 3, 4, None):
         args = [path, "--json"] + ([] if epoch is None else ["--epoch", str(epoch)])
         assert dump_net_main(args) == 0
-        layers_of[epoch] = [layer["name"] for layer in json.loads(capsys.readouterr().out)["layers"]
+        captured = capsys.readouterr()
+        layers_of[epoch] = [layer["name"] for layer in json.loads(captured.out)["layers"]
                             if layer["class"] != "source"]
+        notice_of[epoch] = captured.err
+    assert "the network of epoch 5 (pretraining: 4 epochs" in notice_of[None]  # the final one: after pretraining
+    assert "the network of epoch 3 (a pretraining epoch; " in notice_of[3]
     assert layers_of[1] == layers_of[2] == ["l1", "output"]
     assert layers_of[3] == ["l1", "l2", "output"]
     assert layers_of[4] == layers_of[None] == ["l1", "l2", "l3", "output"]

@@ -22,7 +22,7 @@ one trained before, as RETURNN rebuilds its network.
 from __future__ import annotations
 
 import sys
-from typing import Dict, Optional
+from typing import Dict, Optional, Tuple
 
 import numpy as np
 
@@ -83,10 +83,17 @@ def final_epoch(config: Config, schedule: NetworkSchedule) -> int:
     return schedule.num_pretrain_epochs + 1
 
 
+def epoch_network_config(config: Config, schedule: NetworkSchedule,
+                         epoch: Optional[int] = None) -> Tuple[Config, EpochNetwork]:
+    """The config of epoch `epoch`'s network (None: the final one, `final_epoch`) and that epoch's EpochNetwork."""
+    epoch_network = schedule.for_epoch(final_epoch(config, schedule) if epoch is None else epoch)
+    return epoch_config(config, epoch_network), epoch_network
+
+
 def final_config(config: Config) -> Config:
     """The config of the final epoch's network (`final_epoch`) when the network changes per epoch, else `config`."""
     schedule = NetworkSchedule.from_config(config.values)
-    return config if schedule is None else epoch_config(config, schedule.for_epoch(final_epoch(config, schedule)))
+    return config if schedule is None else epoch_network_config(config, schedule)[0]
 
 
 def carry_params(old_model, new_model, epoch_network: EpochNetwork) -> Dict[str, int]:
@@ -228,4 +235,4 @@ def task_network_config(config: Config, task: str) -> Config:
     if schedule is None:
         return config
     epoch = network_epoch_for_task(config, schedule, task, model_prefix_of(config))
-    return epoch_config(config, schedule.for_epoch(epoch))
+    return epoch_network_config(config, schedule, epoch)[0]
