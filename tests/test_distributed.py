@@ -60,8 +60,8 @@ class _ScriptedWorkers(_Workers):
         super().__init__(0, 2)
         self.other, self.other_scores, self.calls = other, other_scores, 0
 
-    def _sum_floats(self, values):
-        if len(values) == 1:
+    def _sum_floats(self, values, purpose):
+        if purpose == "lockstep":
             self.calls += 1
             return [values[0] + (1.0 if self.calls <= self.other else 0.0)]
         return [a + b for a, b in zip(values, self.other_scores)]

@@ -175,7 +175,9 @@ class _Workers(SingleProcess):
     def __init__(self, rank: int, size: int):
         self.rank, self.size, self.is_chief = rank, size, rank == 0
 
-    def _sum_floats(self, values: List[float]) -> List[float]:
+    def _sum_floats(self, values: List[float], purpose: str) -> List[float]:
+        """`values` summed over the workers. `purpose` ("lockstep": one flag, "scores": three per score name)
+        says which sum this is: TensorFlow gives each its own collective instance (fixed shape each)."""
         raise NotImplementedError
 
     def shard(self, dataset):
@@ -184,10 +186,10 @@ class _Workers(SingleProcess):
     def lockstep(self, batches):
         last = None
         for batch in batches:
-            self._sum_floats([1.0])
+            self._sum_floats([1.0], "lockstep")
             last = batch
             yield batch
-        while self._sum_floats([0.0])[0] > 0:
+        while self._sum_floats([0.0], "lockstep")[0] > 0:
             if last is None:
                 raise ConfigError(f"worker {self.rank} has no batch in this epoch while others have: the dataset "
                                   f"has too few sequences for {self.size} workers", subject="config key 'train'",
@@ -198,7 +200,7 @@ class _Workers(SingleProcess):
         names = sorted(scores.frames)
         values = [scores.loss[n] or 0.0 for n in names] + [scores.error[n] for n in names] + \
             [scores.frames[n] for n in names]
-        summed = self._sum_floats(values)
+        summed = self._sum_floats(values, "scores")
         k = len(names)
         for i, name in enumerate(names):
             if scores.loss[name] is not None:
@@ -218,6 +220,7 @@ class TfWorkers(_Workers):
 
     _GROUP_KEY = 11
     _STEP, _SYNC, _SCORES, _PARAMS = 1, 2, 3, 4  # one collective instance per purpose (fixed shapes each)
+    _FLOAT_SUMS = {"lockstep": _SYNC, "scores": _SCORES}  # _sum_floats' purpose -> its collective instance
 
     def __init__(self, identity: Dict[str, Any], timeout: float):
         import tensorflow as tf
@@ -231,9 +234,9 @@ class TfWorkers(_Workers):
             input=tensor, group_size=self.size, group_key=self._GROUP_KEY, instance_key=instance_key,
             ordering_token=[], merge_op="Add", final_op="Id", timeout_seconds=self.timeout)
 
-    def _sum_floats(self, values):
-        return [float(v) for v in self._all_sum(self.tf.constant(values, self.tf.float64), self._SYNC
-                                                if len(values) == 1 else self._SCORES).numpy()]
+    def _sum_floats(self, values, purpose):
+        summed = self._all_sum(self.tf.constant(values, self.tf.float64), self._FLOAT_SUMS[purpose])
+        return [float(v) for v in summed.numpy()]
 
     def reduce_step(self, objective, grads):
         tf = self.tf
@@ -273,7 +276,7 @@ class TorchWorkers(_Workers):
             dist.init_process_group(backend=backend, init_method="env://", rank=self.rank, world_size=self.size,
                                     timeout=datetime.timedelta(seconds=timeout))
 
-    def _sum_floats(self, values):
+    def _sum_floats(self, values, purpose):
         import torch
 
         tensor = torch.tensor(values, dtype=torch.float64)
