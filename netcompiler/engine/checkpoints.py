@@ -20,15 +20,15 @@ epoch (`start_epoch`), RETURNN's clean-up of old models (`checkpoint_cleanup`).
 
 from __future__ import annotations
 
-import errno
 import json
 import os
 import uuid
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Dict, Mapping, Optional
 
 import tensorflow as tf
 
 from ..errors import CheckpointError
+from .checkpoint_manager_base import CheckpointManagerBase, NoCheckpoints, is_disk_full  # noqa: F401
 from .checkpoint_cleanup import COMPLETENESS_MARKERS, CleanupRules, default_keep_epochs, remove_checkpoint  # noqa: F401
 from .checkpoint_files import (  # noqa: F401  (names used by torch_checkpoints and tests)
     _TMP_MARK, INDEX_SUFFIX, SIDECAR_FORMAT, SIDECAR_SUFFIX, SIDECAR_VERSION, _first_line, _fsync_dir, _fsync_file,
@@ -40,50 +40,13 @@ from .checkpoint_reading import _check_built, restore, verify_match  # noqa: F40
 from .start_epoch import restore_for_start_epoch, start_epoch_setting  # noqa: F401
 
 
-_DISK_FULL_ERRNOS = {errno.ENOSPC, errno.EDQUOT}
-_DISK_FULL_TEXTS = ("No space left on device", "Disk quota exceeded")
-
-
-def is_disk_full(exc: BaseException) -> bool:
-    """True for an OSError ENOSPC/EDQUOT or TensorFlow's error for the same (ResourceExhaustedError, ...)."""
-    if isinstance(exc, OSError) and exc.errno in _DISK_FULL_ERRNOS:
-        return True
-    text = getattr(exc, "message", None) or str(exc)
-    return isinstance(exc, tf.errors.OpError) and any(t in text for t in _DISK_FULL_TEXTS)
-
-
-
-# --------------------------------------------------------------------- manager
-
-class CheckpointManager:
+class CheckpointManager(CheckpointManagerBase):
     """Saves and restores the trainer's state per epoch under one model prefix.
 
     ``objects`` maps names to trackables (``{"model": net, "optimizer": opt,
     "rng": tf.random.Generator}``); ``extra`` is a JSON-serialisable dict kept in
     the sidecar (step count, dataset RNG state, ...).
     """
-
-    def __init__(self, model_prefix: str, clean: bool = True):
-        if not isinstance(model_prefix, str) or not model_prefix:
-            raise CheckpointError(f"model prefix must be a file prefix like 'out/model', got {model_prefix!r}")
-        self.model_prefix = model_prefix
-        self.directory, self.base = _split(model_prefix)
-        # `clean=False` for a reader that holds no lock: what looks left over may be another run's write
-        self.removed_leftovers = remove_incomplete(model_prefix) if clean else []
-
-    def path_for(self, epoch: int) -> str:
-        return checkpoint_path(self.model_prefix, epoch)
-
-    def complete(self) -> List[Tuple[int, str]]:
-        return complete_checkpoints(self.model_prefix)
-
-    def latest_complete(self) -> Optional[Tuple[int, str]]:
-        return latest_complete(self.model_prefix)
-
-    def latest_path(self) -> Optional[str]:
-        """Path (prefix) of the newest complete checkpoint, or None."""
-        latest = self.latest_complete()
-        return latest[1] if latest else None
 
     def save(self, epoch: int, objects: Mapping[str, Any], extra: Optional[Mapping[str, Any]] = None,
              *, overwrite: bool = False) -> str:
@@ -119,42 +82,13 @@ class CheckpointManager:
                                         final + name[len(tmp_base):])
             _fsync_dir(self.directory)
         except Exception as exc:
-            problem = self._write_problem(exc, final)
+            problem = self._write_problem(exc, final, INDEX_SUFFIX)
             if problem is None:
                 raise
             raise problem from None
         finally:
             _remove_quietly(self.directory, tmp_base)
         return final
-
-    def _write_problem(self, exc: BaseException, final: str) -> Optional[CheckpointError]:
-        """The user's error for a failed write (full disk, folder not writable), or None for anything else."""
-        if os.path.exists(final + INDEX_SUFFIX):
-            return None  # the checkpoint is complete after all (only the final fsync failed)
-        latest = self.latest_complete()
-        if latest is None:
-            last = "there is no complete checkpoint yet"
-        else:
-            last = (f"the last complete checkpoint is '{latest[1]}' (intact): run again to resume after "
-                    f"epoch {latest[0]}")
-        if is_disk_full(exc):
-            return CheckpointError(
-                f"the disk is full: checkpoint '{final}' could not be written in '{self.directory}' "
-                f"({_first_line(exc)}); nothing of it was kept; {last} once there is space")
-        if isinstance(exc, OSError) and exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
-            return CheckpointError(
-                f"checkpoint '{final}' cannot be written: '{exc.filename or self.directory}': "
-                f"{exc.strerror}; {last} once the folder is writable")
-        if isinstance(exc, (tf.errors.PermissionDeniedError, tf.errors.FailedPreconditionError)) or (
-                isinstance(exc, tf.errors.OpError) and "Read-only file system" in str(exc)):
-            return CheckpointError(
-                f"checkpoint '{final}' cannot be written in '{self.directory}' ({_first_line(exc)}); "
-                f"{last} once the folder is writable")
-        return None
-
-    def _rename_into_place(self, source: str, target: str) -> None:
-        """One step of `save`; a separate method so tests can simulate a crash between steps."""
-        os.replace(source, target)
 
     def restore(self, path: str, objects: Mapping[str, Any]) -> Dict[str, Any]:
         """Restores `objects` from checkpoint `path` strictly; returns the sidecar's ``extra``."""
@@ -163,49 +97,6 @@ class CheckpointManager:
         restore(tf.train.Checkpoint(**objects), path)
         return dict(sidecar.get("extra", {}))
 
-    def with_previous_hint(self, error: CheckpointError, path: str, *, training: bool) -> CheckpointError:
-        """`with_previous_hint` for this manager's checkpoints."""
-        return with_previous_hint(error, self.model_prefix, path, training=training)
-
-    def restore_latest(self, objects: Mapping[str, Any]) -> Optional[Tuple[int, Dict[str, Any]]]:
-        """Restores from the newest complete checkpoint: (epoch, extra), or None if there is none."""
-        latest = self.latest_complete()
-        if latest is None:
-            return None
-        epoch, path = latest
-        return epoch, self.restore(path, objects)
-
 
 __all__ = ["CheckpointManager", "checkpoint_path", "complete_checkpoints", "is_disk_full", "latest_complete",
-           "read_sidecar", "remove_incomplete", "restore", "verify_match", "with_previous_hint"]
-
-class NoCheckpoints:
-    """The checkpoints of a training run with `model = None` (RETURNN: no model is saved): none are found and
-    none are written. Restoring a given path (`import_model_train_epoch1`) goes to `reader`, a manager made
-    with clean=False (it touches no files)."""
-
-    def __init__(self, reader):
-        self.reader = reader
-        self.model_prefix = reader.model_prefix
-
-    def complete(self) -> List[Tuple[int, str]]:
-        return []
-
-    def latest_complete(self) -> None:
-        return None
-
-    def latest_path(self) -> None:
-        return None
-
-    def restore_latest(self, objects: Mapping[str, Any]) -> None:
-        return None
-
-    def save(self, epoch: int, objects: Mapping[str, Any], extra: Optional[Mapping[str, Any]] = None,
-             *, overwrite: bool = False) -> None:
-        return None
-
-    def restore(self, path: str, objects: Mapping[str, Any]) -> Dict[str, Any]:
-        return self.reader.restore(path, objects)
-
-    def with_previous_hint(self, error: CheckpointError, path: str, *, training: bool) -> CheckpointError:
-        return error
+           "read_sidecar", "remove_incomplete", "restore", "verify_match", "with_previous_hint", "NoCheckpoints"]

@@ -6,10 +6,21 @@ import queue
 import threading
 from typing import Iterable
 
-import tensorflow as tf
-
 from ..errors import ConfigError
 from .batching import BatchSettings, iterate_batches
+
+
+class _TensorFlowOnUse:
+    """`tf` of this module, imported at its first use: the PyTorch trainer uses `numpy_batches` only and must not
+    load TensorFlow (~500 MB, seconds) for it."""
+
+    def __getattr__(self, name):
+        import tensorflow
+
+        return getattr(tensorflow, name)
+
+
+tf = _TensorFlowOnUse()
 
 
 def batch_stream(dataset, keys: Iterable[str], settings: BatchSettings):

@@ -35,11 +35,8 @@ class Session:
 
     def __init__(self, config: Config, network, log, task: str = "train"):
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-        import tensorflow as tf  # also on PyTorch: TensorBoard summaries and the initializers
-
         from ..emit.model import CompiledNetwork
 
-        self.tf = tf
         self.config = config
         self.log = log
         self.backend = backend_name(config)
@@ -57,7 +54,7 @@ class Session:
                     print(f"notice: config key '{key}' is a TensorFlow setting; it has no effect with "
                           f"backend 'torch'", file=sys.stderr)
         else:
-            tf.random.set_seed(seed)
+            self.tf.random.set_seed(seed)
         self.model_prefix = self._model_prefix()
         if network is None:  # a frontend config: on TF its layer dict, else get_model() run directly
             from .frontend_layers import frontend_step_model
@@ -68,6 +65,20 @@ class Session:
         else:
             self.model = CompiledNetwork(network, seed=seed, backend=self.backend)
         self.lock = None
+
+    @property
+    def tf(self):
+        """The `tensorflow` module, imported when first asked for: a PyTorch run does not load it (~500 MB)."""
+        import tensorflow
+
+        return tensorflow
+
+    def scalar_writer(self, enabled: bool = True):
+        """The writer of training's per-epoch TensorBoard scalars (`summaries.py`; `tf_log_dir`)."""
+        from ..config import tensorboard_dir
+        from .summaries import scalar_writer
+
+        return scalar_writer(self.backend, tensorboard_dir(self.config.values, self.model_prefix), enabled)
 
     def close(self) -> None:
         """Ends the run: releases the model's lock."""

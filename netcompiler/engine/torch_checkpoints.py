@@ -5,7 +5,8 @@ dicts only -- the parameters by their checkpoint names, the optimizer's state, t
 ``out/model.003.pt.meta.json`` (the same JSON as on TensorFlow: epoch, learning rate, ...). The ``.pt`` file is
 renamed into place last, after both were written under a temporary name and flushed: a checkpoint is complete
 exactly when its ``.pt`` file exists. Naming, leftovers clean-up, the lock and the messages are those of
-`checkpoints.py`; files are read with ``torch.load(weights_only=True)`` (no code runs from a checkpoint).
+`checkpoints.py`, shared through `checkpoint_manager_base` (which loads no TensorFlow); files are read with
+``torch.load(weights_only=True)`` (no code runs from a checkpoint).
 
 Restoring checks the names and shapes of every saved parameter against the network before assigning any, and
 names those that differ. A damaged file is reported by name, with the previous intact checkpoint.
@@ -23,11 +24,11 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 import torch
 
 from ..errors import CheckpointError
-from .checkpoints import (
-    SIDECAR_FORMAT, SIDECAR_SUFFIX, SIDECAR_VERSION, _TMP_MARK, CheckpointManager, _first_line, _fsync_dir,
-    _fsync_file, _listdir, _marked, _remove_quietly, complete_checkpoints, read_sidecar, remove_incomplete,
-    with_previous_hint,
+from .checkpoint_files import (
+    SIDECAR_FORMAT, SIDECAR_SUFFIX, SIDECAR_VERSION, _TMP_MARK, _first_line, _fsync_dir, _fsync_file, _listdir,
+    _marked, _remove_quietly, complete_checkpoints, read_sidecar, remove_incomplete, with_previous_hint,
 )
+from .checkpoint_manager_base import CheckpointManagerBase
 
 TORCH_SUFFIX = ".pt"
 _FORMAT = "netcompiler-torch-checkpoint"
@@ -74,8 +75,8 @@ def _describe_shapes(saved: Mapping[str, Any], live: Mapping[str, Any]) -> List[
     return parts
 
 
-class TorchCheckpointManager(CheckpointManager):
-    """`CheckpointManager` for PyTorch: ``objects`` maps names to a dict of parameters by checkpoint name (restored
+class TorchCheckpointManager(CheckpointManagerBase):
+    """The checkpoint manager for PyTorch: ``objects`` maps names to a dict of parameters by checkpoint name (restored
     in place, after checking names and shapes) or to objects with ``state_dict``/``load_state_dict`` (the
     optimizer, the trainer's step count)."""
 

@@ -16,16 +16,16 @@ from ..errors import CheckpointError, InvalidOptionError
 
 def train(session) -> None:
     """Trains the session's model epoch by epoch (imports are local: checkpoints and summaries load TensorFlow)."""
-    from ..config import tensorboard_dir, writes_checkpoints
+    from ..config import writes_checkpoints
     from .batching import positive_int_setting
-    from .checkpoints import CleanupRules, NoCheckpoints
+    from .checkpoint_cleanup import CleanupRules
+    from .checkpoint_manager_base import NoCheckpoints
     from .epochs import format_duration, format_scores
     from .last_best_model import LastBestModel
     from .learning_curve import LearningCurve, learning_curve_path
     from .epoch_scores import score_names
     from .learning_rate import LearningRateControl
 
-    tf = session.tf
     values = session.config.values
     epochs = epoch_networks(session)  # None unless the network changes per epoch (pretrain, get_network)
     last_best = LastBestModel.from_config(values.get("use_last_best_model"),
@@ -63,8 +63,7 @@ def train(session) -> None:
     # since, e.g. a lower learning_rate after a non-finite loss) decides them anew.
     learning_rates.forget_after(start_epoch - 1)
     loss_names, error_names = session.model.loss_names()
-    summary = tf.summary.create_file_writer(tensorboard_dir(values, session.model_prefix)) if not follower \
-        else tf.summary.create_noop_writer()
+    summary = session.scalar_writer(enabled=not follower)  # TensorBoard; on PyTorch without TensorFlow
     last_checkpoint = checkpoints.latest_path()
     if start_epoch > num_epochs:
         print(f"all {num_epochs} epochs are done (checkpoint {last_checkpoint})", file=session.log)
@@ -97,10 +96,7 @@ def train(session) -> None:
             last_checkpoint = checkpoints.save(epoch, state, {"learning_rate": lr}) or last_checkpoint
             if cleanup is not None:
                 cleanup.apply(checkpoints, {e: s for e, (_, s) in learning_rates.history().items()}, num_epochs)
-        with summary.as_default(step=epoch):
-            for name, value in record.items():
-                tf.summary.scalar(name, value)
-            tf.summary.scalar("learning_rate", lr)
+        summary.write(epoch, dict(record, learning_rate=lr))
         if curve is not None:
             curve.update(learning_rates.history(), epoch)
         print(f"epoch {epoch}  " + "  ".join(parts) + f"  lr {lr:g}  {format_duration(time.monotonic() - started)}",
