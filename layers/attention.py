@@ -71,7 +71,8 @@ class DotLayer(LayerBase):
             if notice not in self.network.notices:
                 self.network.notices.append(notice)
         if len(self.sources) != 2:
-            raise self.error(f"dot needs exactly two inputs in 'from', got {len(self.sources)}", option="from")
+            raise self.error(f"dot needs exactly two inputs in 'from', got {len(self.sources)}", option="from",
+                             suggestion="e.g. 'from': ['a', 'b']; multiply more with further dot layers")
         (a_name, a), (b_name, b) = [(src.name, src.output) for src in self.sources]
         for name, data in ((a_name, a), (b_name, b)):
             check_float_input(self, data, name)
@@ -156,7 +157,9 @@ class DotLayer(LayerBase):
         both = [d for d in var if d in red]
         if both:
             raise self.error(f"{both[0].short_repr()} of {data.describe()} is named by both '{red_option}' and "
-                             f"'{var_option}'", option=var_option)
+                             f"'{var_option}'", option=var_option,
+                             suggestion=f"keep it in '{red_option}' (summed over) or in '{var_option}' (kept), "
+                                        f"not both")
         return red, var
 
     def _pair_up(self, mine: List[Dim], theirs: List[Dim], a: Data, b: Data, option: str, what: str) -> None:
@@ -204,7 +207,8 @@ class SoftmaxOverSpatialLayer(LayerBase):
         axis = self._axis(x)
         if self.opts["use_time_mask"] and axis.size is not None:
             raise self.error(f"'use_time_mask' is True, but the axis {axis.short_repr()} of {x.describe()} is "
-                             f"static (there are no lengths to mask with)", option="use_time_mask")
+                             f"static (there are no lengths to mask with)", option="use_time_mask",
+                             suggestion="set 'use_time_mask': False, or name a dynamic axis in 'axis'")
         self._check_window()
         for option in ("start", "window_start", "window_size"):
             if isinstance(self.opts[option], LayerBase):
@@ -225,9 +229,10 @@ class SoftmaxOverSpatialLayer(LayerBase):
         if (start is None) != (size is None):
             missing = "window_size" if size is None else "window_start"
             raise self.error(f"'window_start' and 'window_size' go together, but '{missing}' is not given",
-                             option=missing)
+                             option=missing, suggestion=f"give '{missing}' too, or leave out both")
         if isinstance(size, int) and size <= 0:
-            raise self.error(f"'window_size' must be positive, not {size}", option="window_size")
+            raise self.error(f"'window_size' must be positive, not {size}", option="window_size",
+                             suggestion="give the number of frames in the window, e.g. 'window_size': 5")
 
     def emit(self, inputs):
         x = inputs.x
@@ -274,7 +279,9 @@ class SoftmaxOverSpatialLayer(LayerBase):
         if data.dtype not in INT_DTYPES or extra:
             raise self.error(f"'{option}' layer '{layer.name}' {data.describe()} {data.dtype} must hold ints with "
                              f"dims among those of the input {x.describe()}, without the softmax axis "
-                             f"{axis.short_repr()}", option=option, kind=DimMismatchError)
+                             f"{axis.short_repr()}", option=option, kind=DimMismatchError,
+                             suggestion="give int frame indices over the other axes, e.g. [B] from a 'length' "
+                                        "layer or a 'cast' with 'dtype': 'int32'")
 
 
 class StackLayer(LayerBase):
@@ -291,7 +298,8 @@ class StackLayer(LayerBase):
 
     def make_output(self):
         if not self.sources:
-            raise self.error("stack needs at least one input in 'from'", option="from")
+            raise self.error("stack needs at least one input in 'from'", option="from",
+                             suggestion="e.g. 'from': ['a', 'b']")
         first = self.sources[0].output
         for src in self.sources[1:]:
             data = src.output
@@ -299,7 +307,8 @@ class StackLayer(LayerBase):
             if not same_dims or data.dtype != first.dtype or data.sparse_dim != first.sparse_dim:
                 raise self.error(f"inputs must have the same dims and dtype: '{self.sources[0].name}' "
                                  f"{first.describe()} {first.dtype} vs '{src.name}' {data.describe()} {data.dtype}",
-                                 option="from", kind=DimMismatchError)
+                                 option="from", kind=DimMismatchError,
+                                 suggestion="make them match first, e.g. with a 'cast' or 'reinterpret_data' layer")
         new = self.new_dim(len(self.sources), SPATIAL, f"{self.name}:stack")
         position = self._position(first)
         dims = first.dims[:position] + (new,) + first.dims[position:]

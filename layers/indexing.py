@@ -42,7 +42,8 @@ class SliceLayer(LayerBase):
         step = self.opts["slice_step"]
         if step is not None and step <= 0:
             raise self.error(f"option 'slice_step' is {step}; only steps > 0 are supported by netcompiler yet",
-                             option="slice_step")
+                             option="slice_step", suggestion="use a positive step such as 1 or 2, or leave it out "
+                                                             "(every frame)")
         return dim, slice_dim(dim, self.opts["slice_start"], self.opts["slice_end"], step)
 
     def emit(self, inputs):
@@ -112,4 +113,5 @@ class GatherLayer(LayerBase):
             raise self.error(f"option 'position' {index} is negative, but {dim.short_repr()} is dynamic",
                              option="position", suggestion="use a non-negative index")
         if not dim.is_dynamic and not -dim.size <= index < dim.size:
-            raise self.error(f"option 'position' {index} is out of range for {dim.short_repr()}", option="position")
+            raise self.error(f"option 'position' {index} is out of range for {dim.short_repr()}", option="position",
+                             suggestion=f"use an index from {-dim.size} to {dim.size - 1}")

@@ -22,7 +22,8 @@ class _NormBase(LayerBase):
         check_values(self, x, need_float=True)
         epsilon = self.opts["epsilon"]
         if not epsilon >= 0:
-            raise self.error(f"'epsilon' must be >= 0, not {epsilon!r}", option="epsilon")
+            raise self.error(f"'epsilon' must be >= 0, not {epsilon!r}", option="epsilon",
+                             suggestion="e.g. 'epsilon': 1e-6, a small positive number")
         self.check_input(x)
         return x.copy(name=self.name)
 
@@ -49,7 +50,8 @@ class _NormBase(LayerBase):
         if x.feature_dim is None or x.feature_dim.size is None:
             what = "no feature dim" if x.feature_dim is None else "a dynamic feature dim"
             raise self.error(f"the input {x.describe()} has {what}; the parameters need a static one",
-                             option="from")
+                             option="from", suggestion="give an input with a static feature dim, e.g. the output "
+                                                       "of a 'linear' layer with 'n_out'")
         return x.feature_dim
 
 
@@ -99,7 +101,8 @@ class NormLayer(_NormBase):
     def check_input(self, x):
         if not self.norm_dims(x):
             option, desc = axes_option(self)
-            raise self.error(f"'{option}' {desc!r} names no axis of the input {x.describe()}", option=option)
+            raise self.error(f"'{option}' {desc!r} names no axis of the input {x.describe()}", option=option,
+                             suggestion=f"name the axes to normalize over, e.g. '{option}': 'F' or ['T', 'F']")
         self.param_dims(x)
 
     def norm_dims(self, x: Data) -> List[Dim]:
@@ -111,7 +114,8 @@ class NormLayer(_NormBase):
         for dim in named:
             if dim.is_batch or dim.is_dynamic:
                 raise self.error(f"'param_shape' names the axis {x.dim_label(dim)} of the input {x.describe()}, "
-                                 f"but parameters need static, non-batch axes", option="param_shape")
+                                 f"but parameters need static, non-batch axes", option="param_shape",
+                                 suggestion="name static axes only, e.g. 'param_shape': 'F'")
         return [d for d in x.dims if d in named]
 
     def make_params(self):
@@ -186,7 +190,8 @@ class BatchNormLayer(_NormBase):
         for option in ("use_sample", "momentum"):
             value = self.setting(option)
             if not 0 <= value <= 1:
-                raise self.error(f"'{option}' must be between 0 and 1, not {value!r}", option=option)
+                raise self.error(f"'{option}' must be between 0 and 1, not {value!r}", option=option,
+                                 suggestion=f"e.g. '{option}': " + {"use_sample": "0.0", "momentum": "0.1"}[option])
 
     def param_name(self, name: str) -> str:
         """RETURNN's name of the parameter `name` ("mean", "variance", "gamma", "beta") within the layer."""

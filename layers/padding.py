@@ -52,7 +52,8 @@ class PadLayer(LayerBase):
         x = self.input_data
         dims = resolve_dims(x, self.opts["axes"], layer=self.name, option="axes")
         if not dims:
-            raise self.error(f"option 'axes' {self.opts['axes']!r} names no axis of {x.describe()}", option="axes")
+            raise self.error(f"option 'axes' {self.opts['axes']!r} names no axis of {x.describe()}", option="axes",
+                             suggestion="name the axes to pad, e.g. 'T' or ['T', 'F']")
         pads = [(dim, left, right) for dim, (left, right) in zip(dims, self._paddings(len(dims)))]
         for dim, _, _ in pads:
             check_not_batch(self, dim, "axes", "pad")
@@ -90,7 +91,7 @@ class PadLayer(LayerBase):
             pairs = [tuple(p) for p in padding]
         else:
             raise self.error(f"option 'padding' is {padding!r}; expected an int, (left, right) or a list of "
-                             f"(left, right) pairs", option="padding")
+                             f"(left, right) pairs", option="padding", suggestion="e.g. 'padding': (2, 1)")
         if len(pairs) != count:
             raise self.error(f"option 'padding' has {len(pairs)} pairs, but 'axes' names {count} axes",
                              option="padding", suggestion="give one (left, right) pair per axis")
@@ -105,8 +106,11 @@ class PadLayer(LayerBase):
             return
         fits = {"reflect": most < size, "symmetric": most <= size, "replication": size > 0}[mode]
         if not fits:
+            limit = {"reflect": size - 1, "symmetric": size}.get(mode)
             raise self.error(f"option 'padding' pads {dim.short_repr()} by {most} frames, more than mode '{mode}' "
-                             f"can", option="padding")
+                             f"can", option="padding",
+                             suggestion=f"pad by at most {limit} frames with mode '{mode}', or use mode 'constant'"
+                             if limit is not None else "use mode 'constant'")
 
 
 def _mirrored_frames(mode: str, offsets: Tensor, lengths: Tensor) -> Tensor:

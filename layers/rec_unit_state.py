@@ -52,12 +52,14 @@ class UnitState:
         if isinstance(given, dict):
             if set(given) != set(keys):
                 raise self.error(f"'initial_state' {given!r} must have exactly the keys {list(keys)} (the state of "
-                                 f"unit '{self.opts['unit']}')", option="initial_state")
+                                 f"unit '{self.opts['unit']}')", option="initial_state",
+                                 suggestion="e.g. " + repr({key: "zeros" for key in keys}))
             specs = dict(given)
         elif isinstance(given, (list, tuple)):
             if len(given) != len(keys):
                 raise self.error(f"'initial_state' {given!r} must have {len(keys)} entries ({', '.join(keys)})",
-                                 option="initial_state")
+                                 option="initial_state", suggestion="e.g. " + repr(["zeros"] * len(keys))
+                                 + ", or one value such as 'zeros' for every part")
             specs = dict(zip(keys, given))
         else:
             specs = {key: given for key in keys}

@@ -101,7 +101,8 @@ class ReduceLayer(LayerBase):
         if len(reduced) != 1 or reduced[0].is_batch:
             found = ", ".join(x.dim_label(d) for d in reduced) or "none"
             raise self.error(f"mode '{mode}' needs exactly one non-batch axis, but '{option}' {desc!r} names "
-                             f"{found} of the input {x.describe()}", option=option)
+                             f"{found} of the input {x.describe()}", option=option,
+                             suggestion=f"name one axis, e.g. '{option}': 'F' (or 'T')")
         return reduced_template(self, x, reduced, self.opts["keep_dims"], dtype="int32", sparse_dim=reduced[0])
 
     def emit(self, inputs):
@@ -135,7 +136,8 @@ class ReduceLayer(LayerBase):
             return x
         if not -x.batch_ndim <= axis < x.batch_ndim:
             raise self.error(f"'enforce_batch_dim_axis' {axis} is out of range for the input {x.describe()}",
-                             option="enforce_batch_dim_axis")
+                             option="enforce_batch_dim_axis",
+                             suggestion=f"use an int from {-x.batch_ndim} to {x.batch_ndim - 1} (0: batch-major)")
         others = [d for d in x.dims if not d.is_batch]
         others.insert(axis % x.batch_ndim, x.dims[x.batch_dim_axis])
         return x.copy(dims=others)
@@ -159,10 +161,14 @@ class ReduceOutLayer(LayerBase):
         check_values(self, x, need_float=self.opts["mode"] == "mean")
         pieces, feature = self.opts["num_pieces"], x.feature_dim
         if feature is None or feature.size is None:
-            raise self.error(f"the input {x.describe()} has no static feature dim to split", option="from")
+            raise self.error(f"the input {x.describe()} has no static feature dim to split", option="from",
+                             suggestion="give an input with a static feature dim, e.g. the output of a 'linear' "
+                                        "layer with 'n_out'")
         if pieces < 1 or feature.size % pieces:
             raise self.error(f"'num_pieces' {pieces} must be positive and divide the feature size {feature.size} "
-                             f"of the input {x.describe()}", option="num_pieces")
+                             f"of the input {x.describe()}", option="num_pieces",
+                             suggestion="use a divisor of the feature size, e.g. 'num_pieces': "
+                                        f"{_smallest_divisor(feature.size)}")
         return x.copy_replace_dim(feature, split_dim(feature, pieces, pad=False), name=self.name)
 
     def pieces_dim(self) -> Dim:
@@ -173,6 +179,11 @@ class ReduceOutLayer(LayerBase):
         x, pieces = inputs.x, self.pieces_dim()
         x = rf.split_dims(x, axis=x.feature_dim, dims=[self.output.feature_dim, pieces])
         return rf.reduce(x, mode=self.opts["mode"], axis=pieces)
+
+
+def _smallest_divisor(size: int) -> int:
+    """The smallest divisor > 1 of `size` (1 for a size of 1): a `num_pieces` that fits."""
+    return next((k for k in range(2, int(size ** 0.5) + 1) if size % k == 0), max(size, 1))
 
 
 class MathNormLayer(LayerBase):
@@ -192,7 +203,8 @@ class MathNormLayer(LayerBase):
     def make_output(self):
         p = self.opts["p"]
         if not 0 < p < float("inf"):
-            raise self.error(f"'p' must be a positive finite number, not {p!r}", option="p")
+            raise self.error(f"'p' must be a positive finite number, not {p!r}", option="p",
+                             suggestion="e.g. 'p': 2 (the Euclidean norm) or 'p': 1")
         x = self.input_data
         check_values(self, x, need_float=True)
         option, desc = axes_option(self)

@@ -250,7 +250,8 @@ CASES = [
 ]
 
 ERROR_CASES = [
-    error("slice-step-zero", {"class": "slice", "axis": "T", "slice_step": 0}, InvalidOptionError, ["'slice_step'"]),
+    error("slice-step-zero", {"class": "slice", "axis": "T", "slice_step": 0}, InvalidOptionError,
+          ["'slice_step'", "use a positive step such as 1"]),
     error("slice-batch-axis", {"class": "slice", "axis": "B", "slice_end": 2}, InvalidOptionError,
           ["batch axis", "'axis'"]),
     error("slice-axis-kind", {"class": "slice", "axis": "T", "axis_kind": "T"}, InvalidOptionError,
@@ -258,12 +259,16 @@ ERROR_CASES = [
     error("gather-float-position", {"class": "gather", "position": "data", "axis": "F"}, InvalidOptionError,
           ["'position'", "integers"]),
     error("gather-int-out-of-range", {"class": "gather", "position": 6, "axis": "F"}, InvalidOptionError,
-          ["'position' 6", "out of range"]),
+          ["'position' 6", "out of range", "use an index from -6 to 5"]),
     error("gather-no-axis", {"class": "gather", "position": 0}, MissingOptionError, ["'axis'"]),
     error("pad-pairs-mismatch", {"class": "pad", "axes": ["T", "F"], "padding": [(1, 1)]}, InvalidOptionError,
           ["'padding'", "1 pairs", "2 axes"]),
     error("pad-reflect-too-far", {"class": "pad", "axes": "F", "padding": 6, "mode": "reflect"}, InvalidOptionError,
-          ["mode 'reflect'", "'padding'"]),
+          ["mode 'reflect'", "'padding'", "pad by at most 5 frames with mode 'reflect', or use mode 'constant'"]),
+    error("pad-no-axes", {"class": "pad", "axes": [], "padding": 1}, InvalidOptionError,
+          ["'axes' []", "names no axis", "e.g. 'T' or ['T', 'F']"]),
+    error("pad-bad-padding-form", {"class": "pad", "axes": "T", "padding": (1, 2, 3)}, InvalidOptionError,
+          ["'padding' is (1, 2, 3)", "e.g. 'padding': (2, 1)"]),
     error("pad-mode-typo", {"class": "pad", "axes": "F", "padding": 1, "mode": "replicate"}, InvalidOptionError,
           ["'mode'", "did you mean 'replication'?"]),
     error("pad-negative", {"class": "pad", "axes": "T", "padding": (-1, 0)}, InvalidOptionError,
