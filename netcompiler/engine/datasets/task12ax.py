@@ -17,6 +17,7 @@ from typing import Dict, List, Sequence
 import numpy as np
 
 from netcompiler.engine.datasets.base import DataSpec, GeneratedDataset, register
+from netcompiler.engine.datasets.mt19937 import first_words
 from netcompiler.engine.datasets.raw_draws import RawDraws
 
 INPUT_SYMBOLS = "123ABCXYZ"
@@ -32,6 +33,7 @@ _LETTER_INDICES = {INPUT_SYMBOLS.index("A"), INPUT_SYMBOLS.index("B")}
 _TARGET_OF_END = {INPUT_SYMBOLS.index(end): (INPUT_SYMBOLS.index(digit), INPUT_SYMBOLS.index(letter))
                   for digit, letter, end in TARGET_TRIPLES}  # X -> (1, A), Y -> (2, B)
 _ONE_HOT = np.eye(len(INPUT_SYMBOLS), dtype=np.float32)
+BLOCK_WORDS = 400  # raw words per sequence for block generation: the longest sequences use ~380
 
 
 def draw_12ax_symbols(draws: RawDraws, length: int) -> List[int]:
@@ -98,6 +100,8 @@ def targets_12ax(symbols: Sequence[int]) -> np.ndarray:
 class Task12AXDataset(GeneratedDataset):
     """The 12AX memory task: "data" one-hot symbols (dim 9), "classes" L/R (2 classes)."""
 
+    BLOCK = 1024  # sequences generated at once (see GeneratedDataset)
+
     def __init__(self, name: str = "dataset", **opts):
         super().__init__(name, **opts)
         self.labels = {"data": list(INPUT_SYMBOLS), "classes": list(OUTPUT_SYMBOLS)}
@@ -118,3 +122,118 @@ class Task12AXDataset(GeneratedDataset):
     def _generate_lengths(self, corpus_index: int, rng: np.random.RandomState) -> Dict[str, int]:
         length = int(rng.randint(_MIN_LEN, _MAX_LEN_EXCLUSIVE))  # the first draw of _generate
         return {"data": length, "classes": length}
+
+    def _generate_block(self, corpus_indices: np.ndarray):
+        words = first_words(self._content_seed_now, corpus_indices, BLOCK_WORDS)
+        symbols, lengths, complete = symbols_of_words(words)
+        for row in np.flatnonzero(~complete):  # draws past the words fetched (about 1 in 10**4): the scalar way
+            draws = RawDraws(self._rng(int(corpus_indices[row])))
+            length = draws.randint(_MIN_LEN, _MAX_LEN_EXCLUSIVE)
+            lengths[row] = length
+            symbols[row] = 0  # the padding must hold valid symbols (see _generate_block)
+            symbols[row, :length] = draw_12ax_symbols(draws, length)
+        one_hot, targets = _ONE_HOT[symbols], targets_of_rows(symbols)
+        sequences = [{"data": one_hot[row, :length], "classes": targets[row, :length]}
+                     for row, length in enumerate(lengths.tolist())]
+        return sequences, {"data": one_hot, "classes": targets}
+
+
+# ---------------------------------------------------------------------------
+# A block of sequences at once (GeneratedDataset's bulk path): the same draws as draw_12ax_symbols, read off
+# every sequence's raw words (mt19937.first_words) in lockstep, one coin of every sequence per step.
+
+_NOISE_MASK, _NOISE_SPAN = 15, len(INPUT_SYMBOLS) - 1
+_LENGTH_MASK, _LENGTH_SPAN = 127, _MAX_LEN_EXCLUSIVE - _MIN_LEN - 1
+_START_SYMBOL = np.array([-1, 0, 1])  # start choice -> symbol ("" emits none)
+
+
+def _next_accepted(masked: np.ndarray, span: int) -> np.ndarray:
+    """[W + 1, n] (time-major): per position k, the first position >= k whose masked word is <= span (W if none)."""
+    n, width = masked.shape
+    where = np.full((width + 1, n), width, dtype=np.int64)  # time-major: the running minimum is one op per row
+    where[:width] = np.where(masked.T <= span, np.arange(width)[:, None], width)
+    np.minimum.accumulate(where[::-1], axis=0, out=where[::-1])
+    return where
+
+
+def _first_accepted(masked: np.ndarray, span: int, start: np.ndarray) -> np.ndarray:
+    """Per row, the first position >= start[row] whose masked word is <= span (W if none)."""
+    columns = np.arange(masked.shape[1])
+    accepted = (masked <= span) & (columns >= start[:, None])
+    return np.where(accepted.any(axis=1), accepted.argmax(axis=1), masked.shape[1])
+
+
+def symbols_of_words(words: np.ndarray):
+    """(symbols [n, 99] int64, lengths [n], complete [n] bool) of the 12AX inputs drawn from raw words [n, W]: row r
+    as `draw_12ax_symbols` draws from those words (length first). Rows whose draws need more than W words are
+    not complete (their symbols are not valid): draw them the scalar way."""
+    n, width = words.shape
+    rows = np.arange(n)
+    head = np.asarray(words[:, :64], dtype=np.int64)  # length and start choice: longer rejection runs -> incomplete
+    first = _first_accepted(head & _LENGTH_MASK, _LENGTH_SPAN, np.zeros(n, dtype=np.int64))
+    complete = first < head.shape[1]
+    lengths = _MIN_LEN + (head[rows, np.minimum(first, head.shape[1] - 1)] & _LENGTH_MASK)
+    start = _first_accepted(head & 3, 2, first + 1)
+    complete &= start < head.shape[1]
+    start = np.minimum(start, head.shape[1] - 1)
+    start_symbol = _START_SYMBOL[head[rows, start] & 3]
+    cap = _MAX_LEN_EXCLUSIVE  # column cap collects the symbols past the longest length (dropped)
+    symbols = np.zeros((n, cap + 1), dtype=np.int64)
+    symbols[:, 0] = np.maximum(start_symbol, 0)
+    time_major = np.ascontiguousarray(words.T)  # word k of row r at k * n + r
+    flat_words = time_major.ravel()
+    noise_next = _next_accepted(time_major.T & _NOISE_MASK, _NOISE_SPAN).ravel()
+    scale = 1.0 / 9007199254740992.0  # a coin: RawDraws.uniform of the words at k and k + 1
+    active_rows = rows[complete]
+    pos, count, lengths_a = start[complete] + 1, (start_symbol[complete] >= 0).astype(np.int64), lengths[complete]
+    phase = np.zeros(len(active_rows), dtype=np.int64)  # 0: digit coin, 1: pair coin, 2: noise coin
+    while len(active_rows):
+        overflow = pos > width - 3  # a coin and the choice after it would read past the words
+        if overflow.any():
+            complete[active_rows[overflow]] = False
+            keep = ~overflow
+            active_rows, pos, phase, count, lengths_a = (a[keep] for a in (active_rows, pos, phase, count, lengths_a))
+            if not len(active_rows):
+                break
+        at = pos * n + active_rows
+        coin = ((flat_words[at] >> 5) * 67108864.0 + (flat_words[at + n] >> 6)) * scale
+        hit = coin < np.where(phase == 1, 0.9, 0.5)
+        choice = (flat_words[at + 2 * n] & 1).astype(np.int64)
+        noise_at = noise_next[at + 2 * n]
+        noisy = hit & (phase == 2)
+        bad = noisy & (noise_at >= width)
+        noise_at = np.minimum(noise_at, width - 1)
+        first_symbol = np.where(phase == 0, choice, np.where(phase == 1, 3 + choice,
+                                                            flat_words[noise_at * n + active_rows] & _NOISE_MASK))
+        symbols[active_rows[hit], np.minimum(count[hit], cap)] = first_symbol[hit]
+        count = count + hit
+        pair = hit & (phase == 1)
+        symbols[active_rows[pair], np.minimum(count[pair], cap)] = 6 + choice[pair]
+        count = count + pair
+        pos = np.where(noisy, noise_at + 1, pos + 2 + (hit & (phase < 2)))
+        finished = (phase == 2) & ~hit & (count >= lengths_a)
+        phase = np.where(phase < 2, phase + 1, np.where(hit, 2, 0))
+        if bad.any():
+            complete[active_rows[bad]] = False
+            finished |= bad
+        if finished.any():
+            keep = ~finished
+            active_rows, pos, phase, count, lengths_a = (a[keep] for a in (active_rows, pos, phase, count, lengths_a))
+    return symbols[:, :cap - 1], lengths, complete
+
+
+def targets_of_rows(symbols: np.ndarray) -> np.ndarray:
+    """`targets_12ax` of every row of symbols [n, T] at once (int32 [n, T])."""
+    n, width = symbols.shape
+    columns = np.arange(width)
+
+    def last_before(mask: np.ndarray) -> np.ndarray:  # per frame: the symbol of the last frame < t in mask, else -1
+        at = np.maximum.accumulate(np.where(mask, columns, -1), axis=1)
+        before = np.full((n, width), -1, dtype=np.int64)
+        before[:, 1:] = at[:, :-1]
+        return np.where(before >= 0, np.take_along_axis(symbols, np.maximum(before, 0), axis=1), -1)
+
+    digit = last_before(symbols <= 1)
+    letter = last_before((symbols == 3) | (symbols == 4) | (symbols == 6) | (symbols == 7))  # X/Y reset the letter
+    targets = ((symbols == 6) & (digit == 0) & (letter == 3)) | ((symbols == 7) & (digit == 1) & (letter == 4))
+    return targets.astype(np.int32)
