@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from netcompiler.engine.optimizers import clip_gradients, make_optimizer, set_learning_rate
+from netcompiler.engine.optimizers import (clip_gradients, gradient_clipping, gradient_noise, make_optimizer,
+                                           maximize_grad_norm, nan_inf_filter, optimizer_settings, set_learning_rate)
 from netcompiler.errors import InvalidOptionError, MissingOptionError, UnknownOptionError
 
 
@@ -53,6 +54,29 @@ def test_bad_optimizer_options():
         make_optimizer({"optimizer": {"epsilon": 0.1}})
     with pytest.raises(InvalidOptionError, match="given twice"):
         make_optimizer({"optimizer": {"class": "adam", "beta1": 0.9, "beta_1": 0.8}})
+
+
+@pytest.mark.parametrize("config, check, suggestion", [
+    ({"optimizer": 3}, optimizer_settings, "write optimizer = {'class': 'adam'}"),
+    ({"optimizer": {"class": 3}}, optimizer_settings, "write optimizer = {'class': 'adam'}"),
+    ({"optimizer": {"class": "adam", "beta1": -0.9}}, optimizer_settings, "leave 'beta1' out for its default"),
+    ({"optimizer": {"class": "adam", "amsgrad": 1}}, optimizer_settings, "'amsgrad': True or 'amsgrad': False"),
+    ({"optimizer": {"class": "adam", "beta1": 0.9, "beta_1": 0.8}}, optimizer_settings, "keep only one"),
+    ({"optimizer": {"class": "sgd", "learning_rate_multiplier": 0}}, optimizer_settings,
+     "'learning_rate_multiplier': 0.5"),
+    ({"optimizer": {"class": "momentum"}, "momentum": -1}, optimizer_settings, "'momentum': 0.9"),
+    ({"optimizer": {"class": "adam"}, "optimizer_epsilon": "small"}, optimizer_settings, "optimizer_epsilon = 1e-16"),
+    ({"learning_rate": -0.1}, optimizer_settings, "learning_rate = 0.001"),
+    ({"gradient_clip": -1}, gradient_clipping, "gradient_clip = 0 (off)"),
+    ({"gradient_noise": "x"}, gradient_noise, "gradient_noise = 0 (off)"),
+    ({"maximize_grad_norm": -2}, maximize_grad_norm, "maximize_grad_norm = 0 (off)"),
+    ({"gradient_nan_inf_filter": 2}, nan_inf_filter, "gradient_nan_inf_filter = True"),
+])
+def test_bad_optimizer_settings_suggest_a_value(config, check, suggestion):
+    with pytest.raises(InvalidOptionError) as info:
+        check(config)
+    assert info.value.suggestion and suggestion in info.value.suggestion, str(info.value)
+    assert f" -- {info.value.suggestion}" in str(info.value)
 
 
 def test_learning_rate_change_takes_effect_without_retracing():

@@ -82,17 +82,26 @@ def _get(config: Any, key: str, default: Any = None) -> Any:
     return config.get(key, default) if hasattr(config, "get") else default
 
 
-def _number(subject: str, value: Any, *, option: Optional[str] = None, positive: bool = False) -> float:
+def _number(subject: str, value: Any, *, suggestion: str, option: Optional[str] = None,
+            positive: bool = False) -> float:
+    """`value` as a float, checked to be a number >= 0 (> 0 if `positive`); else an error with `suggestion`."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0 or (positive and value == 0):
         wanted = "a number > 0" if positive else "a number >= 0"
-        raise InvalidOptionError(f"expected {wanted}, got {value!r}", subject=subject, option=option)
+        raise InvalidOptionError(f"expected {wanted}, got {value!r}", subject=subject, option=option,
+                                 suggestion=suggestion)
     return float(value)
+
+
+def _off_or_positive(key: str) -> str:
+    """The suggestion for a config key whose 0 turns a feature off."""
+    return f"e.g. {key} = 0 (off), or a positive number"
 
 
 def _class_key(name: Any) -> str:
     subject = "config key 'optimizer'"
     if not isinstance(name, str):
-        raise InvalidOptionError(f"'class' must be an optimizer name such as 'adam', got {name!r}", subject=subject)
+        raise InvalidOptionError(f"'class' must be an optimizer name such as 'adam', got {name!r}", subject=subject,
+                                 option="class", suggestion="write optimizer = {'class': 'adam'}")
     key = name.lower()
     if key.endswith("optimizer") and key != "optimizer":
         key = key[:-len("optimizer")]
@@ -113,7 +122,8 @@ def optimizer_spec(config: Any) -> Dict[str, Any]:
             opts = {"class": opts}
         if not isinstance(opts, Mapping):
             raise InvalidOptionError(f"expected a dict such as {{'class': 'adam'}}, got {opts!r}",
-                                     subject="config key 'optimizer'")
+                                     subject="config key 'optimizer'",
+                                     suggestion="write optimizer = {'class': 'adam'} (or a name: optimizer = 'adam')")
         if "class" not in opts:
             raise MissingOptionError("the dict has no 'class'", subject="config key 'optimizer'", option="class",
                                      suggestion="write optimizer = {'class': 'adam', ...}")
@@ -161,7 +171,7 @@ def optimizer_settings(config: Any, learning_rate: Optional[float] = None) -> Op
         raise InvalidOptionError("'learning_rate' cannot be set here", subject=subject, option="learning_rate",
                                  suggestion="set the config key learning_rate (and learning_rate_control) instead")
     multiplier = _number(subject, spec.pop("learning_rate_multiplier", 1.0), option="learning_rate_multiplier",
-                         positive=True)
+                         positive=True, suggestion="e.g. 'learning_rate_multiplier': 0.5, or leave it out (1.0)")
     kwargs: Dict[str, Any] = {}
     for option, value in spec.items():
         if option not in accepted:
@@ -173,12 +183,14 @@ def optimizer_settings(config: Any, learning_rate: Optional[float] = None) -> Op
         target = accepted[option]
         if target in kwargs:
             raise InvalidOptionError(f"option {option!r} is given twice (also under another name)",
-                                     subject=subject, option=option)
+                                     subject=subject, option=option, suggestion="keep only one of the two names")
         if target in ("amsgrad", "centered", "nesterov"):
             if not isinstance(value, bool):
-                raise InvalidOptionError(f"expected True or False, got {value!r}", subject=subject, option=option)
+                raise InvalidOptionError(f"expected True or False, got {value!r}", subject=subject, option=option,
+                                         suggestion=f"write '{option}': True or '{option}': False")
         else:
-            value = _number(subject, value, option=option)
+            value = _number(subject, value, option=option,
+                            suggestion=f"give a number >= 0, or leave '{option}' out for its default")
         kwargs[target] = value
     if key == "momentum" and "momentum" not in kwargs:
         momentum = _get(config, "momentum", 0.0)
@@ -186,13 +198,14 @@ def optimizer_settings(config: Any, learning_rate: Optional[float] = None) -> Op
             raise MissingOptionError("class 'momentum' needs a 'momentum' value", subject=subject,
                                      option="momentum", suggestion="write optimizer = {'class': 'momentum', "
                                                                    "'momentum': 0.9}")
-        kwargs["momentum"] = _number(subject, momentum, option="momentum")
+        kwargs["momentum"] = _number(subject, momentum, option="momentum", suggestion="e.g. 'momentum': 0.9")
     if "epsilon" in accepted.values() and "epsilon" not in kwargs:
         kwargs["epsilon"] = _number("config key 'optimizer_epsilon'",
-                                    _get(config, "optimizer_epsilon", DEFAULT_EPSILON))
+                                    _get(config, "optimizer_epsilon", DEFAULT_EPSILON),
+                                    suggestion=f"e.g. optimizer_epsilon = {DEFAULT_EPSILON!r} (the default)")
     if learning_rate is None:
         learning_rate = _get(config, "learning_rate", 1.0)
-    learning_rate = _number("config key 'learning_rate'", learning_rate)
+    learning_rate = _number("config key 'learning_rate'", learning_rate, suggestion="e.g. learning_rate = 0.001")
     return OptimizerSettings(key, kwargs, multiplier, learning_rate)
 
 
@@ -222,7 +235,8 @@ def gradient_clipping(config: Any) -> Dict[str, float]:
     for name, key in (("value", "gradient_clip"), ("norm", "gradient_clip_norm"),
                       ("global_norm", "gradient_clip_global_norm")):
         value = _get(config, key, 0.0)
-        result[name] = _number(f"config key '{key}'", 0.0 if value is None else value)
+        result[name] = _number(f"config key '{key}'", 0.0 if value is None else value,
+                               suggestion=_off_or_positive(key))
     return result
 
 
@@ -267,7 +281,8 @@ def clip_gradients(grads: Sequence[Any], config: Any) -> List[Any]:
 def gradient_noise(config: Any) -> float:
     """The stddev of the noise the config adds to the gradients (`gradient_noise`; 0: none)."""
     value = _get(config, "gradient_noise", 0.0)
-    return _number("config key 'gradient_noise'", 0.0 if value is None else value)
+    return _number("config key 'gradient_noise'", 0.0 if value is None else value,
+                   suggestion=_off_or_positive("gradient_noise"))
 
 
 def add_gradient_noise(grads: Sequence[Any], stddev: float) -> List[Any]:
@@ -288,7 +303,8 @@ def nan_inf_filter(config: Any) -> bool:
         return False
     if not isinstance(value, (bool, int)) or isinstance(value, int) and value not in (0, 1):
         raise InvalidOptionError(f"expected True or False, got {value!r}",
-                                 subject="config key 'gradient_nan_inf_filter'")
+                                 subject="config key 'gradient_nan_inf_filter'",
+                                 suggestion="write gradient_nan_inf_filter = True (or False)")
     return bool(value)
 
 
@@ -310,7 +326,8 @@ def maximize_grad_norm(config: Any) -> float:
     """RETURNN's `maximize_grad_norm` factor f (0: off): the trainer adds the gradient of -f * (the global norm
     of the gradients) to the gradients, before noise and clipping."""
     value = _get(config, "maximize_grad_norm", 0.0)
-    return _number("config key 'maximize_grad_norm'", 0.0 if value is None else value)
+    return _number("config key 'maximize_grad_norm'", 0.0 if value is None else value,
+                   suggestion=_off_or_positive("maximize_grad_norm"))
 
 
 def clip_gradients_fn(config: Any) -> Optional[Callable[[Sequence[Any]], List[Any]]]:
