@@ -149,8 +149,8 @@ def _lengths_by_dim(key: str, data: Data, value: np.ndarray, given: Any) -> Dict
             by_dim.update(zip(dynamic, per_axis))
         else:
             what = f"has shape {array.shape}" if array is not None else f"is a list of {len(per_axis)} arrays"
-            raise ConfigError(f"forward: seq_lens['{key}'] {what}; {data.describe()} needs "
-                              f"{expected}", subject="seq_lens")
+            raise ConfigError(f"forward: seq_lens['{key}'] {what}, which does not fit {data.describe()}",
+                              subject="seq_lens", suggestion=f"give {expected}")
     batch = value.shape[data.batch_dim_axis] if data.batch_dim_axis is not None else None
     result = {}
     for dim in dynamic if batch is not None else ():
@@ -160,7 +160,8 @@ def _lengths_by_dim(key: str, data: Data, value: np.ndarray, given: Any) -> Dict
                 or (lengths < 0).any():
             raise ConfigError(f"forward: the lengths of {data.dim_label(dim)} of '{key}' are {lengths.tolist()}; "
                               f"expected {batch} ints from 0 to {padded} (one per sequence, at most the padded "
-                              f"length)", subject="seq_lens")
+                              f"length)", subject="seq_lens",
+                              suggestion=f"e.g. np.full({batch}, {padded}) when no sequence is padded")
         result[dim] = lengths.astype(np.int32)
     return result
 
@@ -205,7 +206,7 @@ class ParamValues(MutableMapping):
         value = np.asarray(value, dtype=spec.dtype)
         if tuple(value.shape) != spec.sizes:
             raise ConfigError(f"parameter '{name}' has shape {spec.sizes}, not {tuple(value.shape)}",
-                              subject="params")
+                              subject="params", suggestion=f"give an array of shape {spec.sizes}")
         self.assigned[name] = value
         for model in self._owner._models.values():
             model.backend.assign_raw(model.params[name], value)

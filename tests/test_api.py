@@ -67,7 +67,7 @@ def test_parameters_set_before_the_first_forward_are_used():
 
 def test_mistakes_get_clear_errors():
     net = netcompiler.load_network(NET, extern_data={"data": {"dim": 4}})
-    with pytest.raises(ConfigError, match=r"shape \(4, 3\), not \(3, 4\)"):
+    with pytest.raises(ConfigError, match=r"shape \(4, 3\), not \(3, 4\) -- give an array of shape \(4, 3\)"):
         net.params["hidden/W"] = np.zeros((3, 4))
     with pytest.raises(KeyError, match="did you mean 'hidden/W'"):
         net.params["hiden/W"]

@@ -50,11 +50,11 @@ def test_one_array_is_the_time_axis_and_the_other_axis_is_full(net):
 
 
 @pytest.mark.parametrize("given, words", [
-    ([HEIGHTS, WIDTHS, WIDTHS], ["is a list of 3 arrays", "a list of 2 such arrays"]),
-    (np.zeros((3, 3), np.int32), ["has shape (3, 3)", "a list of 2 such arrays"]),
+    ([HEIGHTS, WIDTHS, WIDTHS], ["is a list of 3 arrays", "-- give one int array", "a list of 2 such arrays"]),
+    (np.zeros((3, 3), np.int32), ["has shape (3, 3)", "-- give one int array", "a list of 2 such arrays"]),
     ({"F": HEIGHTS}, ["not a dynamic axis"]),
     ({"nonsense": HEIGHTS}, ["seq_lens['data'] names axis 'nonsense'"]),
-    ([HEIGHTS, np.array([4, 9, 1])], ["expected 3 ints from 0 to 4"]),
+    ([HEIGHTS, np.array([4, 9, 1])], ["expected 3 ints from 0 to 4", "-- e.g. np.full(3, 4)"]),
     ([HEIGHTS[:2], WIDTHS], ["expected 3 ints"]),
 ])
 def test_a_wrong_form_is_a_clear_error(net, given, words):
