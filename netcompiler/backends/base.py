@@ -236,6 +236,15 @@ class Backend:
 
     # --- recurrences (time-major; `xw` [T, N, k*n] is x W + b of every frame, in rf.lstm/rf.gru's gate order) --
     @classmethod
+    def lstm_sequences_raw(cls, x: Any, ff_weight: Any, bias: Any, rec_weight: Any, state_h: Any, state_c: Any,
+                           lengths: Any) -> Optional[Tuple[Any, Any, Any]]:
+        """An LSTM over whole sequences in one kernel, where the backend has one: `x` [T, N, in] unprojected,
+        `ff_weight` [in, 4n], `bias` [4n], `rec_weight` [n, 4n] (blocks c, i, f, o), `lengths` an int or [N] / []
+        -> (h of every frame [T, N, n], zero after each sequence's end; h and cell after each sequence's last
+        frame [N, n], the initial state for an empty one). None (the default): `rf.lstm` runs `lstm_raw`."""
+        return None
+
+    @classmethod
     def lstm_raw(cls, xw: Any, rec_weight: Any, state_h: Any, state_c: Any) -> Tuple[Any, Any]:
         """An LSTM over axis 0 of `xw` (gate blocks c, i, f, o) with recurrent weights `rec_weight` [n, 4n] from
         the state (`state_h`, `state_c`) [N, n]: h and the cell of every step, [T, N, n] each."""

@@ -44,7 +44,11 @@ def lstm(source: Tensor, *, state_h: Tensor, state_c: Tensor, ff_weight: Tensor,
         bias = bias + convert_to_tensor([0.0] * (2 * n) + [float(forget_bias)] * n + [0.0] * n, dims=bias.dims,
                                         dtype=bias.dtype, backend=backend_for(bias))
     seqs = _Sequences(source, spatial_dim, in_dim, out_dim, ff_weight, rec_weight, bias, 4, "lstm")
-    hs, cs = seqs.backend.lstm_raw(seqs.project(), seqs.rec_weight, seqs.flat_state(state_h), seqs.flat_state(state_c))
+    flat_h, flat_c = seqs.flat_state(state_h), seqs.flat_state(state_c)
+    whole = seqs.lstm_sequences(flat_h, flat_c)
+    if whole is not None:
+        return whole
+    hs, cs = seqs.backend.lstm_raw(seqs.project(), seqs.rec_weight, flat_h, flat_c)
     hs, cs = seqs.stacked(hs), seqs.stacked(cs)
     return seqs.output(hs), (seqs.final(hs, state_h), seqs.final(cs, state_c))
 
@@ -127,6 +131,29 @@ class _Sequences:
         else:
             xw = matmul(x, self.ff_weight, reduce=self.in_dim)
         return (xw + self.bias).raw
+
+    def lstm_sequences(self, flat_h: Any, flat_c: Any):
+        """`lstm`'s result from the backend's kernel over whole sequences (`lstm_sequences_raw`: the frames
+        unprojected, each sequence's length), or None where it has none (or the source is sparse, or the sizes
+        are not one per sequence)."""
+        sizes = get_run_ctx().size(self.spatial)
+        if self.x.sparse_dim is not None or not (isinstance(sizes, int) or sizes.dims in ((), tuple(self.others))):
+            return None
+        gates = self.bias.dims[0]
+        raw = self.backend.lstm_sequences_raw(
+            self.x.raw, permute(self.ff_weight, (self.in_dim, gates)).raw, self.bias.raw, self.rec_weight,
+            flat_h, flat_c, sizes if isinstance(sizes, int) else sizes.raw)
+        if raw is None:
+            return None
+        hs, h, c = raw
+        return self.stacked(hs), (self.unflat(h), self.unflat(c))
+
+    def unflat(self, raw: Any) -> Tensor:
+        """A state raw [N, n] with the source's dims other than the spatial and input dims again."""
+        if len(self.others) != 1:
+            raw = self.backend.reshape_raw(raw, self.frames + [self.out_dim.size])
+        return Tensor(Data(self.x.name, tuple(self.others) + (self.out_dim,), self.backend.dtype_name(raw),
+                           feature_dim=self.out_dim), raw)
 
     def flat_state(self, state: Tensor) -> Any:
         """An initial state as raw [N, n], broadcast over the sequence dims it lacks."""

@@ -1,6 +1,7 @@
-"""The PyTorch backend's recurrences: Python loops over time with the TensorFlow backend's gate layouts
-(netcompiler/frontend/rec.py). The LSTM is one autograd Function with a hand-written backward where it applies
-(lstm_function.py), else (bfloat16 autocast, torch.compile) the plain loop, differentiated by autograd."""
+"""The PyTorch backend's recurrences with the TensorFlow backend's gate layouts (netcompiler/frontend/rec.py).
+An LSTM over whole sequences runs in aten's LSTM kernel where it applies (`lstm_sequences_raw`, lstm_kernel.py);
+else, as GRU and simple RNN always, a Python loop over time: the LSTM's one autograd Function with a hand-written
+backward (lstm_function.py) or (bfloat16 autocast, torch.compile) the plain loop, differentiated by autograd."""
 
 from __future__ import annotations
 
@@ -9,11 +10,17 @@ from typing import Any, Callable
 import torch
 
 from .lstm_function import LSTMFunction, lstm_function_applies
+from .lstm_kernel import lstm_sequences
 
 
 class RecurrentOps:
     """LSTM (gate blocks c, i, f, o: RETURNN's native LSTM), GRU (z, r, h; reset before the recurrent matmul) and
     simple RNN steps over time-major inputs projected before the loop (`xw` = x W + b)."""
+
+    @classmethod
+    def lstm_sequences_raw(cls, x: Any, ff_weight: Any, bias: Any, rec_weight: Any, state_h: Any, state_c: Any,
+                           lengths: Any):
+        return lstm_sequences(x, ff_weight, bias, rec_weight, state_h, state_c, lengths)
 
     @classmethod
     def lstm_raw(cls, xw: Any, rec_weight: Any, state_h: Any, state_c: Any):
