@@ -145,14 +145,21 @@ class Task12AXDataset(GeneratedDataset):
 _NOISE_MASK, _NOISE_SPAN = 15, len(INPUT_SYMBOLS) - 1
 _LENGTH_MASK, _LENGTH_SPAN = 127, _MAX_LEN_EXCLUSIVE - _MIN_LEN - 1
 _START_SYMBOL = np.array([-1, 0, 1])  # start choice -> symbol ("" emits none)
+# The lockstep of symbols_of_words, per code = 2 * phase + hit (phase 0: digit coin, 1: pair coin, 2: noise coin;
+# hit: the coin is below the phase's threshold): words the position advances by (code 5, a noise symbol: to the
+# word after the accepted symbol), and the next phase (a missed noise coin ends the segment: back to the digit).
+_THRESHOLD = np.array([0.5, 0.9, 0.5])
+_STEP = np.array([2, 3, 2, 3, 2, 0])
+_NEXT_PHASE = np.array([1, 1, 2, 2, 0, 2])
 
 
-def _next_accepted(masked: np.ndarray, span: int) -> np.ndarray:
-    """[W + 1, n] (time-major): per position k, the first position >= k whose masked word is <= span (W if none)."""
-    n, width = masked.shape
-    where = np.full((width + 1, n), width, dtype=np.int64)  # time-major: the running minimum is one op per row
-    where[:width] = np.where(masked.T <= span, np.arange(width)[:, None], width)
-    np.minimum.accumulate(where[::-1], axis=0, out=where[::-1])
+def _next_accepted(time_major: np.ndarray, mask: int, span: int) -> np.ndarray:
+    """[W + 1, n] int32 from raw words [W, n]: per position k, the first position >= k whose word masked with
+    `mask` is <= span (W if none)."""
+    width, n = time_major.shape
+    where = np.full((width + 1, n), width, dtype=np.int32)
+    np.copyto(where[:width], np.arange(width, dtype=np.int32)[:, None], where=(time_major & mask) <= span)
+    np.minimum.accumulate(where[::-1], axis=0, out=where[::-1])  # the running minimum from the end: one op per row
     return where
 
 
@@ -172,54 +179,47 @@ def symbols_of_words(words: np.ndarray):
     head = np.asarray(words[:, :64], dtype=np.int64)  # length and start choice: longer rejection runs -> incomplete
     first = _first_accepted(head & _LENGTH_MASK, _LENGTH_SPAN, np.zeros(n, dtype=np.int64))
     complete = first < head.shape[1]
-    lengths = _MIN_LEN + (head[rows, np.minimum(first, head.shape[1] - 1)] & _LENGTH_MASK)
+    all_lengths = lengths = _MIN_LEN + (head[rows, np.minimum(first, head.shape[1] - 1)] & _LENGTH_MASK)
     start = _first_accepted(head & 3, 2, first + 1)
-    complete &= start < head.shape[1]
+    complete &= start < min(head.shape[1], width - 3)  # the first coin and the choice after it are in the words
     start = np.minimum(start, head.shape[1] - 1)
     start_symbol = _START_SYMBOL[head[rows, start] & 3]
     cap = _MAX_LEN_EXCLUSIVE  # column cap collects the symbols past the longest length (dropped)
     symbols = np.zeros((n, cap + 1), dtype=np.int64)
     symbols[:, 0] = np.maximum(start_symbol, 0)
-    time_major = np.ascontiguousarray(words.T)  # word k of row r at k * n + r
+    time_major = np.zeros((width + 1, n), dtype=words.dtype)  # word k of row r at k * n + r; row W: the sentinel's
+    time_major[:width] = words.T
     flat_words = time_major.ravel()
-    noise_next = _next_accepted(time_major.T & _NOISE_MASK, _NOISE_SPAN).ravel()
+    noise_next = _next_accepted(time_major[:width], _NOISE_MASK, _NOISE_SPAN).ravel()
     scale = 1.0 / 9007199254740992.0  # a coin: RawDraws.uniform of the words at k and k + 1
-    active_rows = rows[complete]
-    pos, count, lengths_a = start[complete] + 1, (start_symbol[complete] >= 0).astype(np.int64), lengths[complete]
-    phase = np.zeros(len(active_rows), dtype=np.int64)  # 0: digit coin, 1: pair coin, 2: noise coin
-    while len(active_rows):
-        overflow = pos > width - 3  # a coin and the choice after it would read past the words
-        if overflow.any():
-            complete[active_rows[overflow]] = False
-            keep = ~overflow
-            active_rows, pos, phase, count, lengths_a = (a[keep] for a in (active_rows, pos, phase, count, lengths_a))
-            if not len(active_rows):
-                break
-        at = pos * n + active_rows
+    rows = rows[complete]
+    pos, count, lengths = start[complete] + 1, (start_symbol[complete] >= 0).astype(np.int64), lengths[complete]
+    phase = np.zeros(len(rows), dtype=np.int64)  # 0: digit coin, 1: pair coin, 2: noise coin
+    while len(rows):
+        at = pos * n + rows
         coin = ((flat_words[at] >> 5) * 67108864.0 + (flat_words[at + n] >> 6)) * scale
-        hit = coin < np.where(phase == 1, 0.9, 0.5)
-        choice = (flat_words[at + 2 * n] & 1).astype(np.int64)
-        noise_at = noise_next[at + 2 * n]
-        noisy = hit & (phase == 2)
-        bad = noisy & (noise_at >= width)
-        noise_at = np.minimum(noise_at, width - 1)
-        first_symbol = np.where(phase == 0, choice, np.where(phase == 1, 3 + choice,
-                                                            flat_words[noise_at * n + active_rows] & _NOISE_MASK))
-        symbols[active_rows[hit], np.minimum(count[hit], cap)] = first_symbol[hit]
-        count = count + hit
-        pair = hit & (phase == 1)
-        symbols[active_rows[pair], np.minimum(count[pair], cap)] = 6 + choice[pair]
-        count = count + pair
-        pos = np.where(noisy, noise_at + 1, pos + 2 + (hit & (phase < 2)))
-        finished = (phase == 2) & ~hit & (count >= lengths_a)
-        phase = np.where(phase < 2, phase + 1, np.where(hit, 2, 0))
-        if bad.any():
-            complete[active_rows[bad]] = False
-            finished |= bad
-        if finished.any():
-            keep = ~finished
-            active_rows, pos, phase, count, lengths_a = (a[keep] for a in (active_rows, pos, phase, count, lengths_a))
-    return symbols[:, :cap - 1], lengths, complete
+        hit = coin < _THRESHOLD[phase]
+        code = 2 * phase + hit  # (phase, hit) -> what happens, see the tables
+        at += 2 * n
+        choice = flat_words[at] & 1
+        noise_at = noise_next[at]
+        noisy = code == 5
+        symbol = np.where(noisy, flat_words[noise_at * n + rows] & _NOISE_MASK, choice + 3 * phase)
+        symbols[rows, np.where(hit, np.minimum(count, cap), cap)] = symbol
+        count += hit
+        pair = code == 3
+        symbols[rows, np.where(pair, np.minimum(count, cap), cap)] = choice + 6
+        count += pair
+        pos = np.where(noisy, noise_at + 1, pos + _STEP[code])
+        phase = _NEXT_PHASE[code]
+        done = (code == 4) & (count >= lengths)
+        short = ((noisy & (noise_at >= width)) | (pos > width - 3)) & ~done  # would read past the words: incomplete
+        stop = short | done
+        if stop.any():
+            complete[rows[short]] = False
+            keep = ~stop
+            rows, pos, phase, count, lengths = rows[keep], pos[keep], phase[keep], count[keep], lengths[keep]
+    return symbols[:, :cap - 1], all_lengths, complete
 
 
 def targets_of_rows(symbols: np.ndarray) -> np.ndarray:
