@@ -45,6 +45,7 @@ from netcompiler.engine.datasets.composite import (
     check_declared,
     sub_epoch,
 )
+from netcompiler.engine.datasets.consecutive import ConsecutiveParts
 from netcompiler.engine.datasets.ordering import SeqOrdering, make_seq_order
 from netcompiler.errors import closest_match, quoted
 
@@ -80,7 +81,7 @@ class CombinedDataset(ComposedDataset):
         check_declared(self, self._spec)
         self.labels = self.subs.labels_of((own, name, key) for name, keys in self._maps.items()
                                           for own, key in keys.items())
-        self._offsets = np.cumsum([0] + [self.subs[n].total_num_seqs() for n in self._names])
+        self._parts = ConsecutiveParts([self.subs[n].total_num_seqs() for n in self._names])
         self._sampling = self._parse_sampling_sizes()
         self._check_ordering_options()
 
@@ -192,11 +193,11 @@ class CombinedDataset(ComposedDataset):
         return dict(self._spec)
 
     def _locate(self, corpus_index: int) -> Tuple[str, int]:
-        position = int(np.searchsorted(self._offsets, corpus_index, side="right")) - 1
-        return self._names[position], corpus_index - int(self._offsets[position])
+        position, sub_index = self._parts.locate(corpus_index)
+        return self._names[position], sub_index
 
     def _num_corpus_seqs(self) -> int:
-        return int(self._offsets[-1])
+        return self._parts.total
 
     def _corpus_seq(self, corpus_index: int) -> Dict[str, np.ndarray]:
         name, sub_index = self._locate(corpus_index)
@@ -236,7 +237,7 @@ class CombinedDataset(ComposedDataset):
             dataset = self.subs[name]
             dataset.init_epoch(sub_epoch(self, self.epoch))
             local = np.array([dataset.corpus_index(i) for i in range(dataset.num_seqs())], dtype=np.int64)
-            pools.append(local + int(self._offsets[position]))
+            pools.append(local + self._parts.start(position))
         if self.subs.content_changed():
             self._checked.clear()
         text = self.options["seq_ordering"]

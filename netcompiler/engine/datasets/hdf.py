@@ -10,6 +10,7 @@ from typing import Any, Dict, List, Tuple
 import numpy as np
 
 from netcompiler.engine.datasets.base import DataSpec, Dataset, Option, register
+from netcompiler.engine.datasets.consecutive import ConsecutiveParts
 from netcompiler.errors import DataFileError
 from netcompiler.hdf_format import reading
 from netcompiler.hdf_format.reading import PLACEHOLDER_LABEL, open_hdf  # noqa: F401  (public names kept here)
@@ -52,7 +53,7 @@ class HDFDataset(Dataset):
             self.close()
             raise
         self.labels = dict(self._files[0].labels)
-        self._file_starts = np.cumsum([0] + [f.num_seqs for f in self._files])
+        self._parts = ConsecutiveParts([f.num_seqs for f in self._files])
 
     def _check_paths(self) -> List[str]:
         paths = self.options["files"]
@@ -95,11 +96,11 @@ class HDFDataset(Dataset):
         return dict(self._spec)
 
     def _locate(self, corpus_index: int) -> Tuple[HDFFile, int]:
-        file_index = int(np.searchsorted(self._file_starts, corpus_index, side="right")) - 1
-        return self._files[file_index], corpus_index - int(self._file_starts[file_index])
+        file_index, seq = self._parts.locate(corpus_index)
+        return self._files[file_index], seq
 
     def _num_corpus_seqs(self) -> int:
-        return int(self._file_starts[-1])
+        return self._parts.total
 
     def _corpus_seq(self, corpus_index: int) -> Dict[str, np.ndarray]:
         hdf_file, seq = self._locate(corpus_index)
