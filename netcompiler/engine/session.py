@@ -151,14 +151,16 @@ class Session:
         """The backend's checkpoint manager for the model; a model whose checkpoints are all of the other
         backend is refused (training cannot resume there: the optimizer's state is the other backend's), except
         for eval/forward/search that name the checkpoint to load."""
-        from .checkpoints import CheckpointManager, complete_checkpoints
+        from .checkpoint_files import complete_checkpoints
 
-        if self.torch:
+        if self.torch:  # (its module does not load TensorFlow)
             from .torch_checkpoints import TorchCheckpointManager
 
             manager, other, other_name = TorchCheckpointManager(self.model_prefix, clean=clean), \
                 complete_checkpoints(self.model_prefix), "tensorflow"
         else:
+            from .checkpoints import CheckpointManager
+
             manager, other, other_name = CheckpointManager(self.model_prefix, clean=clean), \
                 complete_checkpoints(self.model_prefix, _TORCH_SUFFIX), "torch"
         if other and manager.latest_complete() is None and not (
@@ -239,7 +241,7 @@ class Session:
             raise InvalidOptionError(f"expected an epoch number, got {value!r}", subject="config key 'load_epoch'",
                                      suggestion="set load_epoch = N for the checkpoint '<model>.NNN', or remove it")
         from .checkpoint_interchange import checkpoint_format
-        from .checkpoints import checkpoint_path, complete_checkpoints
+        from .checkpoint_files import checkpoint_path, complete_checkpoints
 
         if checkpoint_format(checkpoint_path(self.model_prefix, value)) is None:  # any writer's (RETURNN's too)
             have = sorted({e for marker in (".index", _TORCH_SUFFIX)
@@ -251,7 +253,7 @@ class Session:
         return value
 
     def _restore_for_inference(self, task: str):
-        from .checkpoints import checkpoint_path
+        from .checkpoint_files import checkpoint_path
         from .preload import apply_preloads, parse_preloads
 
         preloads = parse_preloads(self.config.get("preload_from_files"))

@@ -1,7 +1,8 @@
 """The PyTorch backend's parameters (`torch.nn.Parameter`s) and the module checkpoints save them through.
 
-Initial values come from the TensorFlow backend's initializers (TensorFlow is a dependency of netcompiler),
-converted to tensors: the same config and seed start from the same numbers on both backends.
+Initial values are the TensorFlow backend's: drawn with NumPy as its Keras initializers draw them
+(`backends/initial_values.py`, no TensorFlow loaded), or, for what that does not reimplement, by those
+initializers themselves: the same config and seed start from the same numbers on both backends.
 """
 
 from __future__ import annotations
@@ -20,10 +21,14 @@ class ParamOps:
     @classmethod
     def initial_value_raw(cls, init: Any, shape: Sequence[int], dtype: str, seed: int, layer: str,
                           option: str) -> Any:
-        from ..tensorflow.initializers import make_initializer
+        from ..initial_values import initial_value
 
-        value = make_initializer(init, layer, option, seed=seed)(shape=list(shape), dtype=dtype)
-        return torch.from_numpy(np.array(value.numpy(), dtype=dtype))
+        value = initial_value(init, shape, dtype, seed, layer, option)
+        if value is None:  # not reimplemented: TensorFlow's initializer (loads TensorFlow)
+            from ..tensorflow.initializers import make_initializer
+
+            value = make_initializer(init, layer, option, seed=seed)(shape=list(shape), dtype=dtype).numpy()
+        return torch.from_numpy(np.array(value, dtype=dtype))
 
     @classmethod
     def create_parameter_raw(cls, name: str, shape: Sequence[int], dtype: str, initial_value: Any,
