@@ -19,7 +19,8 @@ def test_first_words_equal_randomstate_raw_words(seed):
     for row, index in enumerate(indices):
         expected = np.random.RandomState([seed, int(index)]).randint(0, 2 ** 32, size=624, dtype=np.uint64)
         np.testing.assert_array_equal(words[row], expected)
-    np.testing.assert_array_equal(first_words(seed, indices, 10), words[:, :10])
+    for count in (10, 300, 500):  # the state update stops after `count` words, in each of its slices
+        np.testing.assert_array_equal(first_words(seed, indices, count), words[:, :count])
 
 
 def test_first_words_rejects_more_than_one_state():

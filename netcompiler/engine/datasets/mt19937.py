@@ -39,17 +39,27 @@ def _seeded_states(keys: np.ndarray) -> np.ndarray:
     mt = np.repeat(_START[:, None], n, axis=1)
     addends = [keys[:, j] + np.uint32(j) for j in range(key_length)]  # init_key[j] + j (mod 2**32)
     work = np.empty(n, dtype=np.uint32)
+    shift, xor, multiply, add, subtract = np.right_shift, np.bitwise_xor, np.multiply, np.add, np.subtract
+    thirty, first_factor, second_factor = np.uint32(30), np.uint32(1664525), np.uint32(1566083941)
     i, j = 1, 0
-    for _ in range(max(STATE_WORDS, key_length)):
-        _mix(mt[i - 1], mt[i], np.uint32(1664525), work)
-        np.add(work, addends[j], out=mt[i])
+    for _ in range(max(STATE_WORDS, key_length)):  # mt[i] = (mt[i] ^ (f(mt[i - 1]) * 1664525)) + key[j] + j
+        previous, current = mt[i - 1], mt[i]
+        shift(previous, thirty, work)
+        xor(work, previous, work)
+        multiply(work, first_factor, work)
+        xor(work, current, work)
+        add(work, addends[j], current)
         i, j = i + 1, (j + 1) % key_length
         if i >= STATE_WORDS:
             mt[0] = mt[STATE_WORDS - 1]
             i = 1
-    for _ in range(STATE_WORDS - 1):
-        _mix(mt[i - 1], mt[i], np.uint32(1566083941), work)
-        np.subtract(work, np.uint32(i), out=mt[i])
+    for _ in range(STATE_WORDS - 1):  # mt[i] = (mt[i] ^ (f(mt[i - 1]) * 1566083941)) - i
+        previous, current = mt[i - 1], mt[i]
+        shift(previous, thirty, work)
+        xor(work, previous, work)
+        multiply(work, second_factor, work)
+        xor(work, current, work)
+        subtract(work, np.uint32(i), current)
         i += 1
         if i >= STATE_WORDS:
             mt[0] = mt[STATE_WORDS - 1]
@@ -58,27 +68,23 @@ def _seeded_states(keys: np.ndarray) -> np.ndarray:
     return mt
 
 
-def _mix(previous: np.ndarray, current: np.ndarray, factor: np.uint32, out: np.ndarray) -> None:
-    """out = current ^ ((previous ^ (previous >> 30)) * factor), all mod 2**32."""
-    np.right_shift(previous, np.uint32(30), out=out)
-    np.bitwise_xor(out, previous, out=out)
-    np.multiply(out, factor, out=out)
-    np.bitwise_xor(out, current, out=out)
-
-
-def _twist(mt: np.ndarray) -> np.ndarray:
-    """The next state of [624, n] states (MT19937's generation step), in four slices whose inputs are ready."""
-    new = np.empty_like(mt)
+def _twist(mt: np.ndarray, rows: int = STATE_WORDS) -> np.ndarray:
+    """The first `rows` words of the next state of [624, n] states (MT19937's generation step), in four slices
+    whose inputs are ready (a slice reads the new words of the one before it)."""
+    new = np.empty((rows,) + mt.shape[1:], dtype=mt.dtype)
     n_minus_m = STATE_WORDS - _SHIFT  # 227
+    one = np.uint32(1)
 
-    def update(rows: slice, following: np.ndarray, far: np.ndarray) -> None:
-        y = (mt[rows] & _UPPER) | (following & _LOWER)
-        new[rows] = far ^ (y >> np.uint32(1)) ^ ((y & np.uint32(1)) * _MATRIX_A)
+    def update(start: int, stop: int, following: np.ndarray, far: np.ndarray) -> None:
+        stop = min(stop, rows)
+        if start < stop:
+            y = (mt[start:stop] & _UPPER) | (following[:stop - start] & _LOWER)
+            new[start:stop] = far[:stop - start] ^ (y >> one) ^ ((y & one) * _MATRIX_A)
 
-    update(slice(0, n_minus_m), mt[1:n_minus_m + 1], mt[_SHIFT:])
-    update(slice(n_minus_m, 2 * n_minus_m), mt[n_minus_m + 1:2 * n_minus_m + 1], new[:n_minus_m])
-    update(slice(2 * n_minus_m, STATE_WORDS - 1), mt[2 * n_minus_m + 1:], new[n_minus_m:_SHIFT - 1])
-    update(slice(STATE_WORDS - 1, STATE_WORDS), new[:1], new[_SHIFT - 1:_SHIFT])
+    update(0, n_minus_m, mt[1:n_minus_m + 1], mt[_SHIFT:])
+    update(n_minus_m, 2 * n_minus_m, mt[n_minus_m + 1:2 * n_minus_m + 1], new[:n_minus_m])
+    update(2 * n_minus_m, STATE_WORDS - 1, mt[2 * n_minus_m + 1:], new[n_minus_m:_SHIFT - 1])
+    update(STATE_WORDS - 1, STATE_WORDS, new[:1], new[_SHIFT - 1:_SHIFT])
     return new
 
 
@@ -98,5 +104,4 @@ def first_words(seed: int, indices: np.ndarray, count: int = STATE_WORDS) -> np.
     keys[:, 0], keys[:, 1] = seed, indices
     if not len(indices):
         return np.zeros((0, count), dtype=np.uint32)
-    state = _twist(_seeded_states(keys))
-    return _temper(state[:count]).T  # a view of the time-major words
+    return _temper(_twist(_seeded_states(keys), count)).T  # a view of the time-major words
