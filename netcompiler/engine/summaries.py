@@ -1,8 +1,8 @@
 """The per-epoch TensorBoard scalars of training (scores, learning rate), written by `scalar_writer`.
 
 On TensorFlow through `tf.summary` (as always); on PyTorch as the same event file without TensorFlow: records
-of `tensorboard`'s protobufs (a dependency), each scalar a float tensor of the "scalars" plugin as
-`tf.summary.scalar` writes it, so TensorBoard and TensorFlow's readers see the same values.
+of `tensorboard`'s protobufs (a dependency), each scalar a float tensor of the "scalars" plugin byte for
+byte as `tf.summary.scalar` writes it, so TensorBoard and TensorFlow's readers see the same values.
 """
 
 from __future__ import annotations
@@ -11,6 +11,8 @@ import os
 import socket
 import time
 from typing import Mapping
+
+import numpy as np
 
 
 class TFScalarWriter:
@@ -51,7 +53,7 @@ class EventFileScalarWriter:
         summary = summary_pb2.Summary(value=[
             summary_pb2.Summary.Value(tag=name, metadata=metadata, tensor=tensor_pb2.TensorProto(
                 dtype=types_pb2.DT_FLOAT, tensor_shape=tensor_shape_pb2.TensorShapeProto(),
-                float_val=[float(value)]))
+                tensor_content=np.array(value, "<f4").tobytes()))
             for name, value in values.items()])
         self._write(self.event_pb2.Event(wall_time=time.time(), step=int(step), summary=summary))
 
