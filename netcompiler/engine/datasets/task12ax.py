@@ -132,7 +132,7 @@ class Task12AXDataset(GeneratedDataset):
             lengths[row] = length
             symbols[row] = 0  # the padding must hold valid symbols (see _generate_block)
             symbols[row, :length] = draw_12ax_symbols(draws, length)
-        one_hot, targets = _ONE_HOT[symbols], targets_of_rows(symbols)
+        one_hot, targets = _one_hot_rows(symbols), targets_of_rows(symbols)
         sequences = [{"data": one_hot[row, :length], "classes": targets[row, :length]}
                      for row, length in enumerate(lengths.tolist())]
         return sequences, {"data": one_hot, "classes": targets}
@@ -220,6 +220,14 @@ def symbols_of_words(words: np.ndarray):
             keep = ~stop
             rows, pos, phase, count, lengths = rows[keep], pos[keep], phase[keep], count[keep], lengths[keep]
     return symbols[:, :cap - 1], all_lengths, complete
+
+
+def _one_hot_rows(symbols: np.ndarray) -> np.ndarray:
+    """_ONE_HOT[symbols] for symbols [n, T] as one scatter of ones into zeros (a quarter of the gather's time)."""
+    size = len(INPUT_SYMBOLS)
+    one_hot = np.zeros(symbols.size * size, dtype=np.float32)
+    one_hot[np.arange(0, symbols.size * size, size) + symbols.ravel()] = 1.0
+    return one_hot.reshape(symbols.shape + (size,))
 
 
 def targets_of_rows(symbols: np.ndarray) -> np.ndarray:
