@@ -210,6 +210,16 @@ def test_backend_choice_errors_and_notices(tmp_path, capsys):
         run(path, "++backend", "tensorflow", "++num_epochs", "2")
 
 
+def test_an_extern_data_dim_the_data_do_not_have_is_a_config_error_before_any_step(tmp_path):
+    """As the TensorFlow feed: the numpy batches of the torch trainer are checked against extern_data first
+    (without the check, the step failed inside the network with a template mismatch of layer 'data')."""
+    path, prefix = write_config(tmp_path, extern_data={"data": {"dim": 7}, "classes": {"dim": 2, "sparse": True}})
+    with pytest.raises(ConfigError, match=r"dataset 'train': data key 'data' has frames of shape \(9,\) in the "
+                                          r"dataset, but the network expects \(7,\) -- make extern_data\['data'\]"):
+        run(path)
+    assert not [name for name in os.listdir(os.path.dirname(prefix)) if name.endswith(".pt")]  # no step taken
+
+
 # --------------------------------------------------------------------------------------------- resume
 
 def train_epoch(trainer, epoch):

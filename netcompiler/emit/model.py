@@ -37,7 +37,7 @@ class StepModel:
     * ``step_losses(inputs, lengths, training)``: the batch's losses (`LossValue`s; one marked as an error
       only has an error) and the objective to minimise (a raw scalar of the backend).
     * ``loss_names()``: ({loss name: loss label}, {loss name: error label or None}) for printing scores.
-    * ``input_keys()``: the extern_data keys a batch must hold.
+    * ``input_keys()``: the extern_data keys a batch must hold; ``extern_data``: key -> its Data template.
     """
 
 
@@ -178,6 +178,11 @@ class CompiledNetwork(StepModel):
         return self.network_input_keys()
 
     # --- inputs -------------------------------------------------------------------------------------
+    @property
+    def extern_data(self) -> Dict[str, Data]:
+        """The network's extern data templates, key -> Data (as `FrontendModel.extern_data`)."""
+        return self.network.extern_data
+
     def network_input_keys(self) -> List[str]:
         """The extern data keys the built network reads (its inputs and loss targets)."""
         return [layer.opts["data_key"] for layer in self.network.layers.values() if layer.layer_class == "source"]

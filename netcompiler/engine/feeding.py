@@ -113,11 +113,21 @@ def check_dataset_keys(dataset, keys: Iterable[str]) -> None:
                           suggestion="check extern_data against the dataset's keys")
 
 
-def numpy_batches(dataset, keys: Iterable[str], settings: BatchSettings):
-    """The current epoch's batches as NumPy (inputs, lengths) dicts, for eager step runners (PyTorch)."""
+def numpy_batches(dataset, keys: Iterable[str], settings: BatchSettings, frame_shapes=None):
+    """The current epoch's batches as NumPy (inputs, lengths) dicts, for eager step runners (PyTorch). With
+    `frame_shapes` (key -> the frame shape the network expects: `extern_frame_shapes`) the data are checked
+    against them first, as the TensorFlow feed checks its signature."""
     keys = list(keys)
     check_dataset_keys(dataset, keys)
+    if frame_shapes is not None:
+        check_frame_shapes(dataset, frame_shapes)
     return batch_stream(dataset, keys, settings)
+
+
+def extern_frame_shapes(extern_data, keys: Iterable[str]):
+    """Key -> the shape of one frame (after batch and time; None: any size) of each extern data template, for
+    `check_frame_shapes` (the TensorFlow feed reads the same from its TensorSpecs)."""
+    return {key: tuple(extern_data[key].batch_shape[2:]) for key in keys}
 
 
 def tf_batches(dataset, signature, settings: BatchSettings) -> _Feed:

@@ -12,7 +12,7 @@ from ..backends.gradient_order import second_order_gradients
 from ..errors import InvalidOptionError
 from .batching import BatchSettings
 from .epochs import EpochLoop
-from .feeding import numpy_batches
+from .feeding import extern_frame_shapes, numpy_batches
 from .precision import StepCompute, torch_step_losses, torch_step_scope
 
 
@@ -52,7 +52,9 @@ class TorchTrainer(EpochLoop):
         self.params = list(model.trainable_params)
 
     def batches(self, dataset, settings):
-        for inputs, lengths in numpy_batches(dataset, self.model.input_keys(), settings):
+        keys = self.model.input_keys()
+        frame_shapes = extern_frame_shapes(self.model.extern_data, keys)
+        for inputs, lengths in numpy_batches(dataset, keys, settings, frame_shapes):
             yield to_torch(inputs), to_torch(lengths)
 
     @property
