@@ -28,6 +28,7 @@ import numpy as np
 
 from ..config import Config
 from ..errors import ConfigError
+from ..limits import is_int
 from ..network_schedule import EpochNetwork, NetworkSchedule
 
 PER_EPOCH_SETTINGS = ("learning_rate", "batch_size", "max_seqs", "max_seq_length", "chunking")
@@ -69,8 +70,8 @@ def network_epoch_for_task(config: Config, schedule: NetworkSchedule, task: str,
         digits = [part for part in suffix[1:] if part.isdigit()]
         return int(digits[0]) if digits else final_epoch(config, schedule)
     load_epoch = config.get("load_epoch")
-    if isinstance(load_epoch, int) and not isinstance(load_epoch, bool) and load_epoch > 0:
-        return load_epoch
+    if is_int(load_epoch) and load_epoch > 0:
+        return int(load_epoch)
     return newest or final_epoch(config, schedule)
 
 

@@ -48,6 +48,7 @@ from netcompiler.engine.datasets.composite import (
 from netcompiler.engine.datasets.consecutive import ConsecutiveParts
 from netcompiler.engine.datasets.ordering import SeqOrdering, make_seq_order
 from netcompiler.errors import closest_match, quoted
+from netcompiler.limits import is_int
 
 SPECIAL_ORDERINGS = ("random_dataset", "interleave")
 
@@ -164,7 +165,7 @@ class CombinedDataset(ComposedDataset):
                                     (f"; missing: {', '.join(missing)}" if missing else ""),
                                     suggestion="give one int for all, or a dict with every sub-dataset name")
         for name, size in value.items():
-            if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1:
+            if not is_int(size) or size < 1:
                 raise self.option_error("sampling_sizes", f"entry '{name}' must be a positive int, got {size!r}",
                                         suggestion="e.g. 100")
         return {name: int(value[name]) for name in self._names}
