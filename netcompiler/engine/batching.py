@@ -240,27 +240,29 @@ def _cut_alongside(key: str, default: str, lengths: Mapping[str, int], chunking:
 # Batching
 
 
-@dataclass
 class _Piece:
-    """A sequence, or a chunk of one, waiting to be batched."""
+    """A sequence (`spans` None: whole), or a chunk of one, waiting to be batched; `lengths`: frames per key."""
 
-    index: int
-    spans: Dict[str, Span]
+    __slots__ = ("index", "spans", "lengths")
 
-    def lengths(self) -> Dict[str, int]:
-        return {key: end - start for key, (start, end) in self.spans.items()}
+    def __init__(self, index: int, spans: Optional[Dict[str, Span]], lengths: Dict[str, int]):
+        self.index, self.spans, self.lengths = index, spans, lengths
+
+    def span(self, key: str) -> Optional[Span]:
+        """[start, end) of `key` (None: the whole array)."""
+        return None if self.spans is None else self.spans.get(key)
 
 
 def _pieces(dataset, chunking: Optional[Chunking], keys: Optional[Collection[str]]) -> Iterator[_Piece]:
     for index in range(dataset.num_seqs()):
         lengths = dataset.seq_length(index)
         if chunking is None:
-            yield _Piece(index, {key: (0, length) for key, length in lengths.items()})
+            yield _Piece(index, None, lengths)
             continue
         if keys is not None:  # RETURNN chunks (and then counts) only the keys the network reads
             lengths = {key: length for key, length in lengths.items() if key in keys}
         for spans in chunk_spans(lengths, chunking, tag=_LazyTag(dataset, index)):
-            yield _Piece(index, spans)
+            yield _Piece(index, spans, {key: end - start for key, (start, end) in spans.items()})
 
 
 class _LazyTag:
@@ -276,8 +278,9 @@ class _LazyTag:
 class _BatchPlan:
     """The pieces of the batch being filled, and whether one more fits."""
 
-    def __init__(self, batch_size: Mapping[str, float], max_seqs: float):
+    def __init__(self, batch_size: Mapping[str, float], max_seqs: float, limits: Optional[Dict[str, float]] = None):
         self.batch_size, self.max_seqs = batch_size, max_seqs
+        self.limits = {} if limits is None else limits  # key -> _limit(batch_size, key), filled as keys come
         self.pieces: List[_Piece] = []
         self.longest: Dict[str, int] = {}
 
@@ -287,12 +290,25 @@ class _BatchPlan:
         num = len(self.pieces) + 1
         if num > self.max_seqs:
             return False
-        return all(max(self.longest.get(k, 0), n) * num <= _limit(self.batch_size, k) for k, n in lengths.items())
+        for key, length in lengths.items():
+            longest = self.longest.get(key, 0)
+            limit = self.limits.get(key)
+            if limit is None:
+                limit = self.limits[key] = _limit(self.batch_size, key)
+            if (length if length > longest else longest) * num > limit:
+                return False
+        return True
 
     def add(self, piece: _Piece, lengths: Mapping[str, int]) -> None:
         self.pieces.append(piece)
+        longest = self.longest
         for key, length in lengths.items():
-            self.longest[key] = max(self.longest.get(key, 0), length)
+            if length > longest.get(key, 0):
+                longest[key] = length
+
+    def next(self) -> "_BatchPlan":
+        """An empty plan with the same settings."""
+        return _BatchPlan(self.batch_size, self.max_seqs, self.limits)
 
 
 def _assemble(dataset, pieces: List[_Piece], spec) -> Batch:
@@ -303,10 +319,10 @@ def _assemble(dataset, pieces: List[_Piece], spec) -> Batch:
             arrays_by_index[piece.index] = dataset.get_seq(piece.index)
     data, lengths = {}, {}
     for key, key_spec in spec.items():
-        parts = [_cut(arrays_by_index[p.index][key], p.spans.get(key)) for p in pieces]
+        parts = [_cut(arrays_by_index[p.index][key], p.span(key)) for p in pieces]
         if key_spec.has_time_axis:
-            lengths[key] = np.array([len(part) for part in parts], dtype=np.int32)
-            data[key] = _pad(parts, key_spec)
+            lengths[key] = np.fromiter((len(part) for part in parts), dtype=np.int32, count=len(parts))
+            data[key] = _pad(parts, key_spec, int(lengths[key].max()) if len(parts) else 0)
         else:
             data[key] = np.stack(parts).astype(key_spec.dtype, copy=False)
     tags = [dataset.seq_tag(p.index) for p in pieces]
@@ -317,8 +333,7 @@ def _cut(array: np.ndarray, span: Optional[Span]) -> np.ndarray:
     return array if span is None else array[span[0]:span[1]]
 
 
-def _pad(parts: List[np.ndarray], spec) -> np.ndarray:
-    longest = max((len(part) for part in parts), default=0)
+def _pad(parts: List[np.ndarray], spec, longest: int) -> np.ndarray:
     padded = np.zeros((len(parts), longest) + tuple(spec.frame_shape), dtype=spec.dtype)
     for row, part in enumerate(parts):
         padded[row, :len(part)] = part
@@ -377,13 +392,14 @@ def iterate_batches(dataset, settings: BatchSettings, keys: Optional[Collection[
     if keys is not None:
         spec = {key: key_spec for key, key_spec in spec.items() if key in keys}
     plan = _BatchPlan(settings.batch_size, settings.max_seqs)
+    filtered = bool(settings.max_seq_length or settings.min_seq_length)
     for piece in _pieces(dataset, settings.chunking, keys):
-        lengths = piece.lengths()
-        if _too_long(lengths, settings.max_seq_length) or _too_short(lengths, settings.min_seq_length):
+        lengths = piece.lengths
+        if filtered and (_too_long(lengths, settings.max_seq_length) or _too_short(lengths, settings.min_seq_length)):
             continue
         if not plan.fits(lengths):
             yield _assemble(dataset, plan.pieces, spec)
-            plan = _BatchPlan(settings.batch_size, settings.max_seqs)
+            plan = plan.next()
         plan.add(piece, lengths)
     if plan.pieces:
         yield _assemble(dataset, plan.pieces, spec)

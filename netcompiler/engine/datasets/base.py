@@ -204,6 +204,8 @@ class Dataset:
         self.labels: Dict[str, List[str]] = {}
         self.epoch: Optional[int] = None
         self._order: Optional[np.ndarray] = None
+        self._listed_order: Optional[np.ndarray] = None  # the order `_order_list` lists (see corpus_index)
+        self._order_list: List[int] = []
         # Class counts the network declares for sparse keys (extern_data); they override data_spec()'s dims
         # in the per-sequence check (see `check_seq`). Set by the engine with `expect_dims`.
         self.expected_dims: Dict[str, int] = {}
@@ -411,9 +413,11 @@ class Dataset:
     def corpus_index(self, index: int) -> int:
         """The corpus index of the sequence at `index` in the current epoch's order."""
         order = self._current_order()
-        if not 0 <= index < len(order):
+        if order is not self._listed_order:  # batching asks ~3 times per sequence: index a list, not the array
+            self._listed_order, self._order_list = order, order.tolist()
+        if not 0 <= index < len(self._order_list):
             raise IndexError(f"{self.subject}: sequence index {index} out of range (epoch has {len(order)})")
-        return int(order[index])
+        return self._order_list[index]
 
     def seq_length(self, index: int) -> Dict[str, int]:
         """Frames per data key (keys with a time axis) of the sequence at `index`."""
