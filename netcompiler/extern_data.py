@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Dict, Optional
 
 from .errors import ConfigError, InvalidOptionError, UnknownOptionError, closest_match
-from .limits import INT64_MAX, beyond_int64, short_int
+from .limits import INT64_MAX, beyond_int64, is_int, short_int
 from .tensor import DTYPES, FEATURE, SPATIAL, Data, Dim, batch_dim
 from .tensor.axes import resolve_axis
 
@@ -39,6 +39,7 @@ def data_from_options(key: str, opts: Dict[str, Any]) -> Data:
     dim = opts.get("dim")
     if dim is not None and not _positive_int(dim):
         raise InvalidOptionError(f"'dim' must be a positive int (below 2**63), not {_shown(dim)}", subject=subject, option="dim")
+    dim = None if dim is None else int(dim)  # a NumPy int counts; Dim sizes are Python ints
     sparse_dim: Optional[Dim] = opts.get("sparse_dim")
     if sparse_dim is not None and not isinstance(sparse_dim, Dim):
         raise InvalidOptionError(f"'sparse_dim' must be a Dim, not {sparse_dim!r}", subject=subject,
@@ -98,6 +99,7 @@ def _dims_from_shape(key, opts, sparse, dim, subject):
     if not isinstance(shape, (list, tuple)) or not all(s is None or _positive_int(s) for s in shape):
         raise InvalidOptionError(f"'shape' must be a tuple of ints (below 2**63) and None, not {_shown(shape)}", subject=subject,
                                  option="shape")
+    shape = tuple(None if s is None else int(s) for s in shape)
     feature_axis = None if sparse else _feature_axis_of_shape(shape, dim)
     dims = []
     dynamic_count = 0
@@ -111,12 +113,11 @@ def _dims_from_shape(key, opts, sparse, dim, subject):
             dims.append(Dim(size, SPATIAL, f"{key}:static{i}"))
     feature_dim = None if feature_axis is None else dims[feature_axis]
     batch_axis = opts.get("batch_dim_axis", 0)
-    if batch_axis is not None and (not isinstance(batch_axis, int) or isinstance(batch_axis, bool)
-                                   or not 0 <= batch_axis <= len(dims)):
+    if batch_axis is not None and (not is_int(batch_axis) or not 0 <= batch_axis <= len(dims)):
         raise InvalidOptionError(f"'batch_dim_axis' must be an axis index 0..{len(dims)} or None, not {batch_axis!r}",
                                  subject=subject, option="batch_dim_axis")
     if batch_axis is not None:
-        dims.insert(batch_axis, batch_dim)
+        dims.insert(int(batch_axis), batch_dim)
     return dims, feature_dim
 
 
@@ -138,13 +139,13 @@ def _shown(value) -> str:
 
 
 def _positive_int(value) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and 0 < value <= INT64_MAX
+    return is_int(value) and 0 < value <= INT64_MAX
 
 
 def _role_dim(dims, axis, option, subject):
     if axis is None:
         return None
-    if not isinstance(axis, int) or isinstance(axis, bool) or not -len(dims) <= axis < len(dims):
+    if not is_int(axis) or not -len(dims) <= axis < len(dims):
         raise InvalidOptionError(f"'{option}' {axis!r} is not an axis of {len(dims)} axes", subject=subject,
                                  option=option)
     return dims[axis]
@@ -182,7 +183,7 @@ def extern_data_from_config(values: Dict[str, Any]) -> Dict[str, Data]:
                                      f"not {spec!r}",
                                      subject="config key 'num_outputs'")
         size, ndim = spec[0], spec[1]
-        if isinstance(ndim, bool) or not isinstance(ndim, int) or ndim < 1:
+        if not is_int(ndim) or ndim < 1:
             raise InvalidOptionError(f"num_outputs['{key}']: ndim must be an int >= 1 (1: sparse labels, 2: dense "
                                      f"frames), not {ndim!r}", subject="config key 'num_outputs'",
                                      suggestion=f"e.g. num_outputs = {{'{key}': [{size!r}, 1]}}")

@@ -27,6 +27,7 @@ import copy
 from typing import Any, Callable, Dict, List, Sequence, Union
 
 from .errors import ConfigError
+from .limits import is_int
 
 NetDict = Dict[str, Any]
 CONSTRUCTION_ALGOS = ("from_output", "from_input", "no_network_modifications")
@@ -203,10 +204,10 @@ def repetitions_per_step(repetitions: Any, num_steps: int) -> List[int]:
     """RETURNN's `repetitions`: epochs per step, as an int (every step), a list (the last entry repeats for the
     remaining steps) or a dict ({'default': n, 'final': m, step index: k})."""
     def count(value, where):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        if not is_int(value) or value < 0:
             raise _pretrain_error("repetitions", f"{where}: expected a number of epochs >= 0, got {value!r}",
                                   "e.g. 'repetitions': 2")
-        return value
+        return int(value)
 
     if not repetitions:
         return [1] * num_steps
@@ -215,13 +216,13 @@ def repetitions_per_step(repetitions: Any, num_steps: int) -> List[int]:
         result = [count(rest.pop("default", 1), "'default'")] * num_steps
         for key, value in rest.items():
             index = num_steps - 1 if key == "final" else key
-            if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < num_steps:
+            if not is_int(index) or not 0 <= index < num_steps:
                 raise _pretrain_error("repetitions", f"key {key!r} is no step (steps 0..{num_steps - 1}, "
                                       f"'default', 'final')",
                                       "e.g. 'repetitions': {'default': 1, 'final': 2}")
             result[index] = count(value, f"step {key!r}")
         return result
-    if isinstance(repetitions, int) and not isinstance(repetitions, bool):
+    if is_int(repetitions):
         repetitions = [repetitions]
     if not isinstance(repetitions, (list, tuple)) or not 0 < len(repetitions) <= num_steps:
         raise _pretrain_error("repetitions", f"expected an int, a dict or a list of at most {num_steps} ints (one "
