@@ -331,18 +331,6 @@ class CoreOps:
                            raw.shape[axis + 1:])
 
     @classmethod
-    def reverse_sequence_raw(cls, raw: Any, lengths: Any, seq_axis: int, batch_axis: int) -> Any:
-        steps = raw.shape[seq_axis]
-        lengths = lengths.to(torch.int64).reshape(-1, 1)
-        pos = torch.arange(steps).reshape(1, -1)
-        source = torch.where(pos < lengths, lengths - 1 - pos, pos)  # [B, T]
-        shape = [1] * raw.dim()
-        shape[batch_axis], shape[seq_axis] = source.shape[0], steps
-        if batch_axis > seq_axis:
-            source = source.t()
-        return torch.gather(raw, seq_axis, source.reshape(shape).expand(raw.shape))
-
-    @classmethod
     def sequence_mask_raw(cls, lengths: Any, maxlen: Any) -> Any:
         return torch.arange(as_int(maxlen)) < lengths.unsqueeze(-1)
 
