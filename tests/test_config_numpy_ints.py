@@ -6,6 +6,11 @@ import json
 import numpy as np
 import pytest
 
+from netcompiler.engine.checkpoint_cleanup import CleanupRules
+from netcompiler.engine.distributed import tf_config_identity
+from netcompiler.engine.epochs import accum_grad_steps
+from netcompiler.engine.last_best_model import LastBestModel
+from netcompiler.engine.start_epoch import start_epoch_setting
 from netcompiler.errors import ConfigError
 from netcompiler.extern_data import data_from_options, extern_data_from_config
 from netcompiler.pretrain_construction import repetitions_per_step
@@ -54,3 +59,31 @@ def test_pretrain_repetitions_take_numpy_ints():
 def test_pretrain_repetitions_refuse_bools(repetitions):
     with pytest.raises(ConfigError, match="repetitions"):
         repetitions_per_step(repetitions, 3)
+
+
+def test_engine_settings_take_numpy_ints_as_python_ints():
+    rules = CleanupRules.from_setting({"keep_last_n": np.int64(3), "keep_best_n": np.int32(1),
+                                       "keep": [np.int64(10), 20]})
+    assert (rules.keep_last_n, rules.keep_best_n, rules.keep) == (3, 1, {10, 20})
+    assert _all_python_ints([rules.keep_last_n, rules.keep_best_n, *rules.keep])
+    for value in (start_epoch_setting(np.int64(4)), accum_grad_steps(np.int16(2)),
+                  LastBestModel.from_config({"modulo": np.int64(5)}).modulo):
+        assert type(value) is int
+    assert json.dumps([start_epoch_setting(np.int64(4)), accum_grad_steps(np.int16(2))]) == "[4, 2]"
+
+
+@pytest.mark.parametrize("check", [
+    lambda: CleanupRules.from_setting({"keep_last_n": True}), lambda: CleanupRules.from_setting({"keep": [True]}),
+    lambda: start_epoch_setting(True), lambda: accum_grad_steps(True),
+    lambda: LastBestModel.from_config({"modulo": True}),
+    lambda: tf_config_identity(json.dumps({"cluster": {"worker": ["a:1", "b:2"]},
+                                           "task": {"type": "worker", "index": True}})),
+])
+def test_engine_settings_refuse_bools(check):
+    with pytest.raises(ConfigError):
+        check()
+
+
+def test_tf_config_index_is_an_int():
+    spec = {"cluster": {"worker": ["a:1", "b:2"]}, "task": {"type": "worker", "index": 1}}
+    assert tf_config_identity(json.dumps(spec))["rank"] == 1

@@ -6,6 +6,7 @@ import os
 from typing import Any, List, Mapping, Optional, Sequence
 
 from ..errors import InvalidOptionError, closest_match
+from ..limits import is_int
 from .checkpoint_files import INDEX_SUFFIX, _fsync_dir, _listdir, _split
 
 
@@ -46,17 +47,18 @@ class CleanupRules:
         counts_default = {"keep_last_n": 2, "keep_best_n": 4}
         counts = {key: value.get(key, default) for key, default in counts_default.items()}
         for key, count in counts.items():
-            if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            if not is_int(count) or count < 0:
                 raise InvalidOptionError(f"'{key}' must be a whole number >= 0, got {count!r}",
                                          subject="config key 'cleanup_old_models'", option=key,
                                          suggestion=f"e.g. '{key}': {counts_default[key]}")
         keep = value.get("keep")
         if keep is not None and (not isinstance(keep, (list, tuple, set, range)) or not all(
-                isinstance(e, int) and not isinstance(e, bool) for e in keep)):
+                is_int(e) for e in keep)):
             raise InvalidOptionError(f"'keep' must be a list of epochs, got {keep!r}",
                                      subject="config key 'cleanup_old_models'", option="keep",
                                      suggestion="e.g. 'keep': [10, 20] (these epochs are never removed)")
-        return cls(counts["keep_last_n"], counts["keep_best_n"], keep)
+        return cls(int(counts["keep_last_n"]), int(counts["keep_best_n"]),
+                   None if keep is None else [int(e) for e in keep])
 
     def epochs_to_keep(self, epochs: Sequence[int], scores: Mapping[int, Mapping[str, float]],
                        num_epochs: int) -> set:

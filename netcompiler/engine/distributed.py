@@ -43,6 +43,7 @@ import sys
 from typing import Any, Dict, List, Mapping, Optional
 
 from ..errors import ConfigError, InvalidOptionError
+from ..limits import is_int
 
 DEFAULT_TIMEOUT_SEC = 1800
 
@@ -114,8 +115,8 @@ def tf_config_identity(text: Optional[str]) -> Dict[str, Any]:
         raise ConfigError(f"only 'worker' jobs are supported (MultiWorkerMirroredStrategy), not "
                           f"{', '.join(other_jobs)}", subject="TF_CONFIG", suggestion=example)
     index = task.get("index") if isinstance(task, dict) else None
-    if (not isinstance(task, dict) or task.get("type") != "worker" or isinstance(index, bool)
-            or not isinstance(index, int) or not 0 <= index < len(workers)):
+    if (not isinstance(task, dict) or task.get("type") != "worker" or not is_int(index)
+            or not 0 <= index < len(workers)):
         raise ConfigError(f"expected task {{'type': 'worker', 'index': 0..{len(workers) - 1}}}, got {task!r}",
                           subject="TF_CONFIG", suggestion=example)
     return {"rank": index, "size": len(workers), "workers": workers}

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional
 
 from ..errors import InvalidOptionError, TrainingError
+from ..limits import is_int
 from .distributed import SingleProcess
 from .progress import Progress
 
@@ -43,11 +44,11 @@ class Scores:
 def accum_grad_steps(value) -> int:
     """RETURNN's `accum_grad_multiple_step`: gradients of this many batches are summed and applied at once."""
     value = 1 if value is None else value
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+    if not is_int(value) or value < 1:
         raise InvalidOptionError(f"expected a whole number >= 1, got {value!r}",
                                  subject="config key 'accum_grad_multiple_step'",
                                  suggestion="use 1 (an update per batch) or e.g. 2 (an update every 2nd batch)")
-    return value
+    return int(value)
 
 
 def nonfinite_error(value: float, results, epoch: int, step: int, last_checkpoint: Optional[str]) -> TrainingError:

@@ -23,6 +23,7 @@ import sys
 from typing import Any, Callable, Dict, Mapping, Optional, Tuple
 
 from ..errors import CheckpointError, ConfigError
+from ..limits import is_int
 
 _OPTIONS = ("modulo", "filter_score", "only_last_n", "only_last_epochs", "min_score_dist", "first_epoch")
 
@@ -55,10 +56,11 @@ class LastBestModel:
 
     def __init__(self, options: Dict[str, Any], num_pretrain_epochs: int = 0, log=sys.stdout):
         self.modulo = options.pop("modulo", 1)
-        if isinstance(self.modulo, bool) or not isinstance(self.modulo, int) or self.modulo < 1:
+        if not is_int(self.modulo) or self.modulo < 1:
             raise ConfigError(f"option 'modulo' must be a whole number >= 1, got {self.modulo!r}",
                               subject="config key 'use_last_best_model'",
                               suggestion="e.g. use_last_best_model = {'modulo': 1}")
+        self.modulo = int(self.modulo)
         options.setdefault("first_epoch", num_pretrain_epochs or 1)
         self.options = options
         self.num_pretrain_epochs = num_pretrain_epochs

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Dict, Mapping, Optional, Tuple
 
 from ..errors import InvalidOptionError
+from ..limits import is_int
 
 
 def start_epoch_setting(value: Any) -> Optional[int]:
@@ -14,10 +15,10 @@ def start_epoch_setting(value: Any) -> Optional[int]:
         return None
     if isinstance(value, str) and value.strip().isdigit():
         value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+    if not is_int(value) or value < 1:
         raise InvalidOptionError(f"expected 'auto' or an epoch >= 1, got {value!r}", subject="config key 'start_epoch'",
                                  suggestion="use start_epoch = 'auto' (resume after the newest checkpoint)")
-    return value
+    return int(value)
 
 
 def restore_for_start_epoch(manager, start: Optional[int], objects: Mapping[str, Any]
