@@ -90,8 +90,10 @@ def clip_torch_gradients(grads: List[Optional[torch.Tensor]], clip: Dict[str, fl
     the norm of the gradients as they came, as on TensorFlow); None entries stay None."""
     present = [g for g in grads if g is not None]
     scale = None
-    if clip["global_norm"] and present:  # one norm kernel per tensor; their norm in float64
-        global_norm = torch.linalg.vector_norm(torch.stack(torch._foreach_norm(present)).double())
+    if clip["global_norm"] and present:  # each tensor's norm, then their norm in float64
+        # (public per-tensor norms: 0.3 ms slower on 300 tensors than the private torch._foreach_norm, under 0.1%
+        # of a Transformer step; torch.nn.utils.get_total_norm, as slow, would take the last norm in float32)
+        global_norm = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g) for g in present]).double())
         scale = clip["global_norm"] / torch.clamp(global_norm, min=clip["global_norm"])
     result = []
     for grad in grads:
