@@ -131,6 +131,11 @@ class Backend:
         raise _missing(cls, "reshape_raw")
 
     @classmethod
+    def reshape_like_raw(cls, raw: Any, like: Any) -> Any:
+        """`raw` reshaped to the shape of `like` (same element count)."""
+        return cls.reshape_raw(raw, cls.get_shape_tuple_raw(like))
+
+    @classmethod
     def transpose_raw(cls, raw: Any, perm: Sequence[int]) -> Any:
         raise _missing(cls, "transpose_raw")
 

@@ -136,16 +136,24 @@ def matmul(a: Tensor, b: Tensor, *, reduce: Union[Dim, Sequence[Dim]], use_mask:
         b2 = b_raw if b_only else backend.expand_dims_raw(b_raw, ns + 1)
         raw = backend.squeeze_raw(backend.matmul_raw(a2, b2), ([] if na else [ns]) + ([] if b_only else [ns + 1]))
     else:
-        a_shape = list(backend.get_shape_tuple_raw(a_raw))
         b_shape = list(backend.get_shape_tuple_raw(b_raw))
-        s_shape, a_own, r_shape, b_own = a_shape[:ns], a_shape[ns:ns + na], a_shape[ns + na:], b_shape[ns + nr:]
-        a2 = backend.reshape_raw(a_raw, s_shape + [_product(a_own), _product(r_shape)]) \
-            if (na != 1 or nr != 1) else a_raw
+        r_shape, b_own = b_shape[ns:ns + nr], b_shape[ns + nr:]
+        a_shape = list(backend.get_known_shape_raw(a_raw))
+        # the result has a's shape where b maps the one reduced dim onto one as large: then a's dynamic sizes are
+        # not needed as scalars (a's shape is taken whole, and the merged size is -1), which saves ops per layer
+        same_shape = len(b_own) == 1 and len(r_shape) == 1 and all(isinstance(n, int) and n > 0 for n in
+                                                                    a_shape[:ns] + r_shape + b_own) \
+            and r_shape[0] == b_own[0]
+        if not same_shape:
+            a_shape = list(backend.get_shape_tuple_raw(a_raw))
+        s_shape, a_own = a_shape[:ns], a_shape[ns:ns + na]
+        a2 = backend.reshape_raw(a_raw, _merged_shape(s_shape, a_own, r_shape)) if (na != 1 or nr != 1) else a_raw
         b2 = backend.reshape_raw(b_raw, s_shape + [_product(r_shape), _product(b_own)]) \
             if (nr != 1 or len(b_only) != 1) else b_raw
         raw = backend.matmul_raw(a2, b2)
         if na != 1 or len(b_only) != 1:
-            raw = backend.reshape_raw(raw, s_shape + a_own + b_own)
+            raw = backend.reshape_like_raw(raw, a_raw) if same_shape else \
+                backend.reshape_raw(raw, s_shape + a_own + b_own)
     out_dims = tuple(shared + a_only + b_only)
     roles = {role: next((getattr(t.data, role) for t in (a, b) if getattr(t.data, role) in out_dims), None)
              for role in ("time_dim", "feature_dim")}
@@ -153,10 +161,21 @@ def matmul(a: Tensor, b: Tensor, *, reduce: Union[Dim, Sequence[Dim]], use_mask:
 
 
 def _product(sizes):
-    total = 1
+    """The product of sizes (ints or scalar raw tensors): an op only per multiplication of two."""
+    total = None
     for s in sizes:
-        total = total * s
-    return total
+        total = s if total is None else total * s
+    return 1 if total is None else total
+
+
+def _merged_shape(s_shape, a_own, r_shape):
+    """The shape s_shape + [product of a_own, product of r_shape], with -1 for a_own's product where that is
+    the only size not known statically (the reshape then needs no shape ops)."""
+    static = [n for n in s_shape + r_shape if isinstance(n, int)]
+    if len(static) == len(s_shape) + len(r_shape) and _product(static) > 0 \
+            and not all(isinstance(n, int) for n in a_own):
+        return s_shape + [-1, _product(r_shape)]
+    return s_shape + [_product(a_own), _product(r_shape)]
 
 
 def softmax(x: Tensor, *, axis: Dim, use_mask: bool = True, log: bool = False) -> Tensor:

@@ -1,0 +1,115 @@
+"""What a traced train step of a deep chain costs per layer (issue 12: tracing time goes with the op count), and
+that the cheaper forms the TF backend traces compute what they stand for: a linear map onto a dim of the same size
+on dynamic batch and time dims (reshaped back by the input's shape), a bias added as BiasAdd, dropout as a
+multiply by a scaled mask. Checked in a tf.function with open batch/time dims against NumPy, gradients included."""
+
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from netcompiler import frontend as rf
+from netcompiler.backends import get_backend
+from netcompiler.tensor import Dim, batch_dim
+
+TIME = Dim(None, name="time")
+FEAT = Dim(6, name="feat")
+SAME = Dim(6, name="same")
+OTHER = Dim(4, name="other")
+
+
+def _traced(fn, x_np, lengths, variables=()):
+    """fn(x Tensor [B, T, FEAT]) -> Tensor, traced with open batch and time dims; (its graph's value, the
+    gradient of sum(value * weights) with respect to x and to `variables`, the static shape)."""
+    backend = get_backend("tensorflow")
+    rf.select_backend("tensorflow")
+    static = []
+
+    @tf.function(input_signature=[tf.TensorSpec([None, None, FEAT.size]), tf.TensorSpec([None], tf.int32)],
+                 autograph=False)
+    def step(x_raw, lens):
+        with tf.GradientTape() as tape:
+            tape.watch(x_raw)
+            with rf.RunContext(backend, training=True) as ctx:
+                ctx.set_size(TIME, lens)
+                y = fn(rf.Tensor(rf.Data("x", (batch_dim, TIME, FEAT), "float32"), x_raw))
+            weights = tf.reshape(tf.cast(tf.range(tf.size(y.raw)) % 7, tf.float32), tf.shape(y.raw))
+            objective = tf.reduce_sum(y.raw * weights)
+        grads = tape.gradient(objective, [x_raw] + list(variables))
+        static.append(tuple(y.raw.shape.as_list()))
+        return y.raw, weights, grads
+
+    y, weights, grads = step(tf.constant(x_np), tf.constant(lengths, tf.int32))
+    return y.numpy(), weights.numpy(), [g.numpy() for g in grads], static[-1]
+
+
+def _linear(out_dim, rng):
+    w_np = rng.randn(FEAT.size, out_dim.size).astype("float32")
+    b_np = rng.randn(out_dim.size).astype("float32")
+
+    w_var, b_var = tf.Variable(w_np), tf.Variable(b_np)
+
+    def fn(x):
+        w = rf.Tensor(rf.Data("w", (FEAT, out_dim), "float32"), w_var)
+        b = rf.Tensor(rf.Data("b", (out_dim,), "float32"), b_var)
+        return rf.matmul(x, w, reduce=FEAT) + b
+    return fn, w_np, b_np, (w_var, b_var)
+
+
+@pytest.mark.parametrize("out_dim", [SAME, OTHER], ids=["same-size", "other-size"])
+def test_linear_with_bias_on_open_dims_matches_numpy(out_dim):
+    rng = np.random.RandomState(0)
+    x_np = rng.randn(3, 5, FEAT.size).astype("float32")
+    fn, w_np, b_np, variables = _linear(out_dim, rng)
+    y, weights, (gx, gw, gb), static = _traced(fn, x_np, [5, 2, 4], variables)
+    assert static == (None, None, out_dim.size)
+    np.testing.assert_allclose(y, x_np @ w_np + b_np, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(gx, weights @ w_np.T, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(gw, np.einsum("bti,bto->io", x_np, weights), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(gb, weights.sum(axis=(0, 1)), rtol=1e-5, atol=1e-5)
+
+
+def test_dropout_on_open_dims_scales_kept_values_and_passes_the_gradient_through_the_mask():
+    x_np = np.random.RandomState(1).uniform(1, 2, (3, 50, FEAT.size)).astype("float32")
+    y, weights, (gx,), static = _traced(lambda x: rf.dropout(x, 0.25), x_np, [50, 20, 40])
+    assert static == (None, None, FEAT.size)
+    kept = y != 0
+    assert abs(kept.mean() - 0.75) < 0.05
+    np.testing.assert_allclose(y[kept], x_np[kept] / 0.75, rtol=1e-6)
+    np.testing.assert_allclose(gx, np.where(kept, weights / 0.75, 0), rtol=1e-6)
+
+
+def _chain_step_ops(tmp_path, n):
+    """Ops of the traced train step (graph and function library) of a chain of n linear layers as
+    benchmarks/build_profile.py builds it (relu, input dropout 0.1, Adam)."""
+    from netcompiler.builtin import load_builtin_layers
+    from netcompiler.config import load_config
+    from netcompiler.emit.model import CompiledNetwork
+    from netcompiler.engine.optimizers import clip_gradients_fn, make_optimizer
+    from netcompiler.engine.trainer import Trainer
+    from netcompiler.network import build_network
+    load_builtin_layers()
+    net, prev = {}, "data"
+    for i in range(n):
+        net[f"l{i}"] = {"class": "linear", "activation": "relu", "n_out": 16, "dropout": 0.1, "from": prev}
+        prev = f"l{i}"
+    net["output"] = {"class": "softmax", "n_out": 5, "loss": "ce", "from": prev}
+    path = os.path.join(tmp_path, f"chain{n}.py")
+    with open(path, "w") as f:
+        f.write("extern_data = {'data': {'dim': 16}, 'classes': {'dim': 5, 'sparse': True}}\n"
+                f"optimizer = {{'class': 'adam'}}\nlearning_rate = 1e-3\nnetwork = {net!r}\n")
+    config = load_config(path)
+    model = CompiledNetwork(build_network(config))
+    optimizer = make_optimizer(config.values)
+    trainer = Trainer(model, optimizer, None, clip_gradients_fn(config.values), log=open(os.devnull, "w"))
+    optimizer.build(model.trainable_params)
+    graph_def = trainer.train_step.get_concrete_function().graph.as_graph_def()
+    return len(graph_def.node) + sum(len(f.node_def) for f in graph_def.library.function)
+
+
+def test_a_linear_layer_with_dropout_traces_few_ops(tmp_path):
+    """62 ops per layer before BiasAdd, the mask multiply and the shape-free reshapes; 43 since (8 of them the
+    optimizer's). A regression here shows as tracing time of deep networks (about 0.35 ms per op)."""
+    per_layer = (_chain_step_ops(tmp_path, 4) - _chain_step_ops(tmp_path, 2)) / 2
+    assert per_layer <= 45, per_layer
