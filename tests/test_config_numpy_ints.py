@@ -7,9 +7,12 @@ import numpy as np
 import pytest
 
 from netcompiler.engine.checkpoint_cleanup import CleanupRules
+from netcompiler.engine.datasets.dummy import DummyDataset, RandomDataset
+from netcompiler.engine.dynamic_learning_rate import DynamicLearningRate
 from netcompiler.engine.distributed import tf_config_identity
 from netcompiler.engine.epochs import accum_grad_steps
 from netcompiler.engine.last_best_model import LastBestModel
+from netcompiler.engine.learning_rate import LearningRateControl
 from netcompiler.engine.start_epoch import start_epoch_setting
 from netcompiler.errors import ConfigError
 from netcompiler.extern_data import data_from_options, extern_data_from_config
@@ -87,3 +90,42 @@ def test_engine_settings_refuse_bools(check):
 def test_tf_config_index_is_an_int():
     spec = {"cluster": {"worker": ["a:1", "b:2"]}, "task": {"type": "worker", "index": 1}}
     assert tf_config_identity(json.dumps(spec))["rank"] == 1
+
+
+def test_learning_rate_settings_take_numpy_ints(tmp_path):
+    path = tmp_path / "lr.json"
+    control = LearningRateControl("newbob_multi_epoch", 0.1, learning_rates={np.int64(2): 0.5},
+                                  multi_num_epochs=np.int64(3), min_num_epochs_per_new_lr=np.int32(0),
+                                  filename=str(path))
+    assert type(control.multi_num_epochs) is int and control.multi_num_epochs == 3
+    assert [type(e) for e in control.explicit_learning_rates] == [int]
+    assert control.learning_rate_for_epoch(np.int64(2)) == 0.5
+    assert control.learning_rate_for_epoch(np.int64(1)) == 0.1
+    assert sorted(control.epochs) == [1, 2] and {type(e) for e in control.epochs} == {int}
+    assert sorted(json.loads(path.read_text())["epochs"]) == ["1", "2"]
+    assert DynamicLearningRate({"interval": np.int64(10), "decay": 0.9}).interval == 10
+    assert type(DynamicLearningRate({"interval": np.int64(10), "decay": 0.9}).interval) is int
+
+
+@pytest.mark.parametrize("check", [
+    lambda: LearningRateControl("newbob_multi_epoch", 0.1, multi_num_epochs=True),
+    lambda: LearningRateControl("constant", 0.1, learning_rates={True: 0.5}),
+    lambda: DynamicLearningRate({"interval": True, "decay": 0.9}),
+])
+def test_learning_rate_settings_refuse_bools(check):
+    with pytest.raises(ConfigError):
+        check()
+
+
+def test_learning_rate_for_epoch_refuses_bools():
+    with pytest.raises(ValueError, match="epochs count from 1"):
+        LearningRateControl("constant", 0.1).learning_rate_for_epoch(True)
+
+
+def test_dummy_datasets_take_numpy_ints_and_refuse_bools():
+    random = RandomDataset(input_dim=2, output_dim=3, num_seqs=2, seq_len_range=(np.int64(2), np.int32(4)))
+    assert (random._min_len, random._max_len) == (2, 4)
+    with pytest.raises(ConfigError, match="seq_len_range"):
+        RandomDataset(input_dim=2, output_dim=3, num_seqs=2, seq_len_range=(True, 3))
+    with pytest.raises(ConfigError, match="seq_len"):
+        DummyDataset(input_dim=2, output_dim=3, num_seqs=2, seq_len={"data": True, "classes": 2})

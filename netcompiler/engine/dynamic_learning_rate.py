@@ -27,6 +27,7 @@ import math
 from typing import Any, Callable, Optional
 
 from ..errors import InvalidOptionError
+from ..limits import is_int
 
 KEY = "dynamic_learning_rate"
 PASSED = ("network", "global_train_step", "learning_rate", "epoch")
@@ -98,11 +99,11 @@ class DynamicLearningRate:
             raise _error(f"the dict form takes exactly 'interval' and 'decay' (unknown: {unknown or 'none'}, "
                          f"missing: {missing or 'none'})", "write {'interval': 1000, 'decay': 0.999}")
         interval, decay = setting["interval"], setting["decay"]
-        if isinstance(interval, bool) or not isinstance(interval, int) or interval < 1:
+        if not is_int(interval) or interval < 1:
             raise _error(f"'interval' must be a whole number >= 1, got {interval!r}", "e.g. 'interval': 1000")
         if isinstance(decay, bool) or not isinstance(decay, (int, float)) or not math.isfinite(decay) or decay < 0:
             raise _error(f"'decay' must be a number >= 0, got {decay!r}", "e.g. 'decay': 0.999")
-        return interval, float(decay)
+        return int(interval), float(decay)
 
     def rate(self, global_train_step: int, learning_rate: float, epoch: int) -> float:
         """The learning rate of the step after `global_train_step` updates, in an epoch of rate `learning_rate`."""

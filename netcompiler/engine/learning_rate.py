@@ -66,6 +66,7 @@ import tempfile
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..errors import closest_match
+from ..limits import is_int
 from .epoch_scores import _flatten_scores, score_names, with_exp_scores  # noqa: F401  (importable from here)
 from .learning_rate_history import FILE_FORMAT, FILE_VERSION, EpochRecord, read_history
 from .learning_rate_settings import (
@@ -181,8 +182,9 @@ class LearningRateControl:
 
     def learning_rate_for_epoch(self, epoch: int) -> float:
         """The rate epoch `epoch` (1-based) trains with; chosen once, then remembered."""
-        if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 1:
+        if not is_int(epoch) or epoch < 1:
             raise ValueError(f"epochs count from 1, got {epoch!r}")
+        epoch = int(epoch)  # the history keeps plain ints (a NumPy int reads np.int64(3) in messages)
         record = self.epochs.get(epoch)
         if record is None:
             record = self.epochs[epoch] = EpochRecord(self._new_learning_rate(epoch))

@@ -7,6 +7,7 @@ import math
 from typing import Any, Callable, Dict, List, Mapping, Optional, Union
 
 from ..errors import InvalidOptionError, closest_match
+from ..limits import is_int
 
 KINDS = ("constant", "newbob", "newbob_rel", "newbob_abs", "newbob_multi_epoch")
 # Other spellings RETURNN accepts for the same rules.
@@ -32,10 +33,10 @@ def _as_float(key: str, value: Any, *, minimum: Optional[float] = None) -> float
 
 
 def _as_int(key: str, value: Any, *, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+    if not is_int(value) or value < minimum:
         raise _key_error(key, f"expected a whole number >= {minimum}, got {value!r}",
                          suggestion=f"write {key} = {minimum} or more")
-    return value
+    return int(value)
 
 
 def _check_kind(kind: Any) -> str:
@@ -67,9 +68,9 @@ def _check_learning_rates(value: Any) -> Dict[int, float]:
         raise _key_error(key, f"expected a list of rates (epoch 1, 2, ...) or a dict epoch -> rate, got {value!r}")
     result = {}
     for epoch, rate in items:
-        if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 1:
+        if not is_int(epoch) or epoch < 1:
             raise _key_error(key, f"epochs are whole numbers >= 1, got {epoch!r}")
-        result[epoch] = _as_float(key, rate, minimum=0.0)
+        result[int(epoch)] = _as_float(key, rate, minimum=0.0)
     return result
 
 

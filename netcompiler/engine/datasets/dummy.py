@@ -16,6 +16,7 @@ from netcompiler.engine.datasets.base import (
     register,
     valid_seed,
 )
+from netcompiler.limits import is_int
 
 
 def _num_classes(dataset: GeneratedDataset) -> int:
@@ -79,7 +80,7 @@ class DummyDataset(GeneratedDataset):
         else:
             lengths = (value, value)
         for length in lengths:
-            problem = non_negative(length) if isinstance(length, (int, np.integer)) else "must be ints"
+            problem = non_negative(length) if is_int(length) else f"must be ints, got {length!r}"
             if problem:
                 raise self.option_error("seq_len", problem)
         return int(lengths[0]), int(lengths[1])
@@ -126,7 +127,7 @@ class RandomDataset(GeneratedDataset):
 
     def _parse_range(self) -> Tuple[int, int]:
         value = tuple(self.options["seq_len_range"])
-        ok = len(value) == 2 and all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in value)
+        ok = len(value) == 2 and all(is_int(v) for v in value)
         if not ok or not 0 <= value[0] <= value[1]:
             raise self.option_error("seq_len_range", f"must be (min, max) ints with 0 <= min <= max, got {value!r}")
         return int(value[0]), int(value[1])
