@@ -28,7 +28,7 @@ class ParamOps:
             from ..tensorflow.initializers import make_initializer
 
             value = make_initializer(init, layer, option, seed=seed)(shape=list(shape), dtype=dtype).numpy()
-        return torch.from_numpy(np.array(value, dtype=dtype))
+        return torch.from_numpy(np.asarray(value, dtype=dtype))  # (no copy of the fresh array)
 
     @classmethod
     def create_parameter_raw(cls, name: str, shape: Sequence[int], dtype: str, initial_value: Any,
