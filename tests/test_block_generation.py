@@ -34,10 +34,12 @@ def _scalar_sequence(seed, index):
     return symbols, targets_12ax(symbols)
 
 
-@pytest.mark.parametrize("block_words", [400, 120])  # 120: most sequences run past the words and are drawn the scalar way
-def test_12ax_block_equals_sequence_by_sequence(monkeypatch, block_words):
+# 120 words: most sequences run past them and are drawn the scalar way; 1100 sequences: a block of 1024, then 76
+# (fewer than BLOCK_MIN) one by one
+@pytest.mark.parametrize("block_words, num_seqs", [(400, 700), (120, 700), (400, 1100)])
+def test_12ax_block_equals_sequence_by_sequence(monkeypatch, block_words, num_seqs):
     monkeypatch.setattr(task12ax, "BLOCK_WORDS", block_words)
-    dataset = Task12AXDataset(num_seqs=700)
+    dataset = Task12AXDataset(num_seqs=num_seqs)
     dataset.init_epoch(3)
     for index in range(dataset.num_seqs()):
         symbols, targets = _scalar_sequence(3, index)

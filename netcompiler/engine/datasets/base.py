@@ -465,6 +465,7 @@ class GeneratedDataset(Dataset):
     OPTIONS = {"num_seqs": Option((int,), required=True, check=positive, doc="sequences in the corpus")}
     CACHE_SIZE: ClassVar[int] = 64
     BLOCK: ClassVar[int] = 0  # > 0: sequences per `_generate_block` call
+    BLOCK_MIN: ClassVar[int] = 128  # fewer left to generate: one by one (a block has a fixed cost of ~5-10 ms)
 
     def __init__(self, name: str = "dataset", **opts: Any):
         super().__init__(name, **opts)
@@ -537,16 +538,20 @@ class GeneratedDataset(Dataset):
         return np.arange(corpus_index, min(corpus_index + self.BLOCK, self._num_corpus_seqs()), dtype=np.int64)
 
     def _fill_block(self, corpus_index: int) -> None:
-        """Generates the block of `corpus_index` (see `_block_after`) into the caches, and checks its data at once."""
+        """Generates the block of `corpus_index` (see `_block_after`) into the caches, and checks its data at once.
+        A block of fewer than BLOCK_MIN sequences is generated one by one (faster then), each checked when read."""
         indices = self._block_after(corpus_index)
-        sequences, padded = self._generate_block(indices)
         spec = self.data_spec()
+        if len(indices) < self.BLOCK_MIN:
+            sequences = [self._generate(index, self._rng(index)) for index in indices.tolist()]
+        else:
+            sequences, padded = self._generate_block(indices)
+            try:
+                self.check_seq(corpus_index, padded)
+                self._checked.update(indices.tolist())
+            except DataContentError:
+                pass  # found again, with the right sequence named, when the bad sequence is read (get_seq)
         indices = indices.tolist()
-        try:
-            self.check_seq(corpus_index, padded)
-            self._checked.update(indices)
-        except DataContentError:
-            pass  # found again, with the right sequence named, when the bad sequence is read (get_seq)
         for index, arrays in zip(indices, sequences):
             self._seq_cache[index] = arrays
             self._length_cache[index] = seq_lengths_of(arrays, spec)
