@@ -6,6 +6,7 @@ All three keep the input's template; they differ in their parameters.
 from typing import Dict, List, Optional
 
 from netcompiler import frontend as rf
+from netcompiler.frontend.normalization import fused_layer_norm
 from netcompiler.layer_base import NONE_TYPE, NUMBER, LayerBase, Option, ParamSpec
 from netcompiler.tensor import SPATIAL, Data, Dim, resolve_dims
 
@@ -73,6 +74,10 @@ class LayerNormLayer(_NormBase):
 
     def emit(self, inputs):
         x = inputs.x
+        fused = fused_layer_norm(x, in_dim=x.feature_dim, scale=inputs.param("scale"), bias=inputs.param("bias"),
+                                 eps=float(self.opts["epsilon"]))  # the backend's one kernel, where it has one
+        if fused is not None:
+            return fused
         mean, variance = rf.moments(x, axis=x.feature_dim)
         return self.normalized(x, mean, variance, inputs.param("scale"), inputs.param("bias"))
 

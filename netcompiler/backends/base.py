@@ -241,6 +241,12 @@ class Backend:
 
     # --- recurrences (time-major; `xw` [T, N, k*n] is x W + b of every frame, in rf.lstm/rf.gru's gate order) --
     @classmethod
+    def layer_norm_raw(cls, raw: Any, scale: Any, bias: Any, eps: float) -> Optional[Any]:
+        """(raw - mean) / sqrt(variance + eps) * scale + bias over the last axis in one kernel, where the backend
+        has one (`bias` may be None). None (the default): `rf.fused_layer_norm`'s caller composes it of moments."""
+        return None
+
+    @classmethod
     def lstm_sequences_raw(cls, x: Any, ff_weight: Any, bias: Any, rec_weight: Any, state_h: Any, state_c: Any,
                            lengths: Any) -> Optional[Tuple[Any, Any, Any]]:
         """An LSTM over whole sequences in one kernel, where the backend has one: `x` [T, N, in] unprojected,

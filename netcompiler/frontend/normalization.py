@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Optional, Sequence, Union
 
 from ..tensor import Dim, Tensor
+from ._dispatch import backend_for
 from .array import merge_dims, permute, split_dims
 from .math import is_finite, rsqrt, where
 from .model_parameter import Parameter
@@ -31,9 +32,24 @@ def _dims(dims: Dims) -> list:
 
 def layer_norm(x: Tensor, *, in_dim: Dims, scale: Tensor, bias: Optional[Tensor], eps: float) -> Tensor:
     """(x - mean) / sqrt(variance + eps) over `in_dim`, times `scale`, plus `bias`."""
+    fused = fused_layer_norm(x, in_dim=in_dim, scale=scale, bias=bias, eps=eps)
+    if fused is not None:
+        return fused
     mean, variance = moments(x, axis=_dims(in_dim))
     out = (x - mean) * rsqrt(variance + eps) * scale
     return out if bias is None else out + bias
+
+
+def fused_layer_norm(x: Tensor, *, in_dim: Dims, scale: Tensor, bias: Optional[Tensor],
+                     eps: float) -> Optional[Tensor]:
+    """`layer_norm` through the backend's one kernel (`layer_norm_raw`) where it has one and `in_dim` is one dim,
+    the last of `x`, with `scale` and `bias` over just that dim; else None (the caller composes it)."""
+    dims = _dims(in_dim)
+    if len(dims) != 1 or not x.dims or x.dims[-1] != dims[0] or scale.dims != (dims[0],) or \
+            (bias is not None and bias.dims != (dims[0],)):
+        return None
+    raw = backend_for(x).layer_norm_raw(x.raw, scale.raw, None if bias is None else bias.raw, float(eps))
+    return None if raw is None else Tensor(x.data, raw)
 
 
 def rms_norm(x: Tensor, *, in_dim: Dims, scale: Tensor, bias: Optional[Tensor], eps: float) -> Tensor:
