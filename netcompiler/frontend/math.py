@@ -31,6 +31,8 @@ def _elementwise(kind: str, a: Any, b: Any, raw_fn, dtype: Optional[str], dim_or
     raw = raw_fn(aligned_raw(a, out_dims, backend), kind, aligned_raw(b, out_dims, backend))
     if dtype is None:
         dtype = backend.dtype_name(raw)
+        if dtype == backend.autocast_dtype_name() and a.dtype == "float32":
+            dtype = "float32"  # a float32 value computed in bfloat16 under autocast, as a matmul's result is
     sparse_dim = a.sparse_dim if a.sparse_dim is not None and (b.sparse_dim in (None, a.sparse_dim)) else None
     if dtype == "bool" or dtype.startswith("float"):
         sparse_dim = None
