@@ -4,6 +4,7 @@ backends: the parameters stay float32 (a layer's bfloat16 output under torch's a
 template), the step computes in bfloat16 (its loss differs from the float32 one,
 but by little), the update is finite; XLA gives the float32 numbers."""
 import io
+import os
 
 import numpy as np
 import pytest
@@ -14,6 +15,7 @@ tf = pytest.importorskip("tensorflow")
 from netcompiler.builtin import load_builtin_layers  # noqa: E402
 from netcompiler.emit.model import CompiledNetwork  # noqa: E402
 from netcompiler.engine.optimizers import make_optimizer  # noqa: E402
+from netcompiler.engine import precision  # noqa: E402
 from netcompiler.engine.precision import StepCompute, step_compute  # noqa: E402
 from netcompiler.engine.torch_optimizers import make_torch_optimizer  # noqa: E402
 from netcompiler.engine.torch_trainer import TorchTrainer, to_torch  # noqa: E402
@@ -111,6 +113,17 @@ def test_tensorflow_bf16_step_keeps_float32_parameters_and_computes_in_bf16():
         assert variable.dtype == tf.float32, name
         assert np.isfinite(after[name]).all() and not np.array_equal(after[name], before[name]), name
     assert int(bf16.step_count) == 1
+
+
+def test_tensorflow_bf16_step_leaves_the_rewrite_lists_of_the_environment_as_they_were(monkeypatch):
+    deny, infer = (f"TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_{n}" for n in ("DENYLIST_ADD", "INFERLIST_REMOVE"))
+    monkeypatch.setenv(deny, "Tanh")
+    monkeypatch.delenv(infer, raising=False)
+    with precision._float32_softmax_lists():  # what grappler reads while a bf16 step runs
+        assert (os.environ[deny], os.environ[infer]) == ("Tanh,Softmax,LogSoftmax", "Softmax,LogSoftmax")
+    assert os.environ[deny] == "Tanh" and infer not in os.environ
+    Trainer(model("tensorflow"), None, None, log=io.StringIO(), compute=BF16).eval_step(*batch())
+    assert os.environ[deny] == "Tanh" and infer not in os.environ
 
 
 @pytest.mark.slow  # XLA compiles twice (about 15 s)

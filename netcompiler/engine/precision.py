@@ -13,11 +13,15 @@ Config keys (RETURNN's names; each applies to its own backend, set for the other
   * TensorFlow: the layers are not changed at all. The train/eval `tf.function`s run with grappler's
     oneDNN bfloat16 rewrite (`auto_mixed_precision_onednn_bfloat16`): MatMul/BatchMatMul/Conv run in bfloat16
     with the elementwise ops next to them, Sum/Mean/Exp/the cross-entropy kernels stay float32, and here also
-    Softmax/LogSoftmax (moved from the rewrite's "infer" list to its "deny" list). The option is set for these
-    calls only (the call options of the two functions), other functions of the process run as before.
+    Softmax/LogSoftmax (moved from the rewrite's "infer" list to its "deny" list). The option and the list
+    change hold for these calls only (the call options of the two functions; `_float32_softmax_lists`), other
+    functions of the process run as before.
   * PyTorch: `torch.autocast("cpu", dtype=torch.bfloat16)` around the step's forward and losses; the backend's
-    softmax, reductions and cross entropy upcast a bfloat16 input to float32 while autocast is on
-    (`backends/torch/core.py: full_precision`).
+    log-softmax, reductions and cross entropy upcast a bfloat16 input to float32 while autocast is on
+    (`backends/torch/core.py: full_precision`). Elementwise math with one bfloat16 operand runs in bfloat16 (a
+    float32 bias, layer-norm scale or residual is cast down, where PyTorch would promote the result to float32
+    and the next matmul cast it back), and softmax keeps a bfloat16 input's dtype (its kernel computes in
+    float32; the attention weights it gives feed a bfloat16 matmul).
 
   Only ``"bfloat16"``: float16 has no fast CPU kernels and would need loss scaling; it is refused.
 * ``tf_jit = True``: the train and eval `tf.function`s with `jit_compile=True` (XLA). Batch and time stay open
@@ -105,21 +109,39 @@ def step_compute(values: Dict[str, Any], backend: str, log=sys.stderr) -> StepCo
 # --- TensorFlow --------------------------------------------------------------------------------------------
 def _bf16_call_options():
     """TF's per-call function options with grappler's oneDNN bfloat16 rewrite switched on (the process's other
-    options kept). Softmax and LogSoftmax move to the rewrite's float32 list (read from the environment when the
-    rewrite runs: it only matters for functions that run with the rewrite on)."""
+    options kept)."""
     import tensorflow as tf
     from tensorflow.python.eager import context
 
-    for name, change in (("DENYLIST_ADD", _FLOAT32_OPS), ("INFERLIST_REMOVE", _FLOAT32_OPS)):
-        var = f"TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_{name}"
-        present = [op for op in os.environ.get(var, "").split(",") if op]
-        os.environ[var] = ",".join(present + [op for op in change.split(",") if op not in present])
     ctx = context.context()
     base = ctx.function_call_options
     config = tf.compat.v1.ConfigProto()
     config.ParseFromString(base.config_proto_serialized)
     config.graph_options.rewrite_options.auto_mixed_precision_onednn_bfloat16 = 1  # RewriterConfig.ON
     return context.FunctionCallOptions(executor_type=base.executor_type, config_proto=config)
+
+
+@contextlib.contextmanager
+def _float32_softmax_lists():
+    """Softmax and LogSoftmax moved to the rewrite's float32 list while a bfloat16 step runs. TF has no option
+    for this, only the environment variables TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_{DENYLIST_ADD,
+    INFERLIST_REMOVE}, which grappler reads each time it rewrites a function (inside the call that first runs
+    it). They are process-wide and read by every mixed-precision rewrite (float16 ones too), so they are set
+    around our calls only and put back after: other functions of the process see the user's values."""
+    saved = {}
+    for name in ("DENYLIST_ADD", "INFERLIST_REMOVE"):
+        var = f"TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_{name}"
+        saved[var] = os.environ.get(var)
+        present = [op for op in (saved[var] or "").split(",") if op]
+        os.environ[var] = ",".join(present + [op for op in _FLOAT32_OPS.split(",") if op not in present])
+    try:
+        yield
+    finally:
+        for var, value in saved.items():
+            if value is None:
+                del os.environ[var]
+            else:
+                os.environ[var] = value
 
 
 def tf_step_function(fn: Callable, signature, compute: StepCompute) -> Callable:
@@ -140,7 +162,8 @@ def tf_step_function(fn: Callable, signature, compute: StepCompute) -> Callable:
         before = ctx.function_call_options
         ctx.function_call_options = options
         try:
-            return function(*args)
+            with _float32_softmax_lists():
+                return function(*args)
         finally:
             ctx.function_call_options = before
     call.function = function
