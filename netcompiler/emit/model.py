@@ -98,17 +98,18 @@ class CompiledNetwork(StepModel):
 
     # --- the forward pass ---------------------------------------------------------------------
     def forward(self, inputs: Dict[str, Any], lengths: Dict[str, Any], training: bool,
-                emit_all: bool = True) -> EmitContext:
+                emit_all: bool = True, keep_only=None) -> EmitContext:
         """Emits every built layer for these inputs (raw tensors or arrays, laid out as extern_data says);
-        the returned context holds every layer's output as a Tensor. With `emit_all` False, layers are
-        emitted when asked for (`ctx.value`), so that inputs a caller does not need may be left out."""
+        the returned context holds every layer's output as a Tensor (with `keep_only`, those layers' only:
+        `EmitContext.emit_all`). With `emit_all` False, layers are emitted when asked for (`ctx.value`), so
+        that inputs a caller does not need may be left out."""
         run = rf.RunContext(self.backend, training=training)
         run.global_train_step = self.global_train_step
         with run:
             extern = self._extern_tensors(run, inputs, lengths)
             ctx = EmitContext(self.network, run, self.param_tensors, extern)
             if emit_all:
-                ctx.emit_all()
+                ctx.emit_all(keep_only)
         return ctx
 
     def _extern_tensors(self, run: rf.RunContext, inputs: Dict[str, Any], lengths: Dict[str, Any]) -> Dict[str, Tensor]:
@@ -162,11 +163,28 @@ class CompiledNetwork(StepModel):
     # --- the step-model protocol (see `StepModel`) ----------------------------------------------
     def step_losses(self, inputs: Dict[str, Any], lengths: Dict[str, Any], training: bool):
         """(losses of the batch, the objective): the forward pass, every loss layer's loss, their combination."""
-        ctx = self.forward(inputs, lengths, training=training)
+        eager = self.backend.name == "torch"  # on TF this runs once, traced: nothing to free
+        ctx = self.forward(inputs, lengths, training=training, keep_only=self._loss_readers() if eager else None)
         losses = self.losses(ctx)
         objective = self.objective(losses, ctx)
         ctx.release()  # the outputs are freed now, not when the cycle collector next runs
         return losses, objective
+
+    def _loss_readers(self) -> List[Any]:
+        """The layers the losses read after the forward pass: loss layers, their targets and sources, layers
+        their losses refer to (`signal_layer`, ...), output layers."""
+        from ..layer_base import LayerBase
+
+        found = []
+        for layer in self.network.layers.values():
+            if layer.name == "output" or layer.opts.get("is_output_layer"):
+                found.append(layer)
+        for layer in self.loss_layers():
+            found += [layer, layer.target_layer] + list(layer.dependencies())
+            for value in vars(layer.loss).values():
+                items = value if isinstance(value, (list, tuple)) else [value]
+                found += [item for item in items if isinstance(item, LayerBase)]
+        return [layer for layer in found if layer is not None]
 
     def loss_names(self) -> Tuple[Dict[str, str], Dict[str, Optional[str]]]:
         """Per loss layer: the loss's label (`ce`) and its error's label (`fer`, or None)."""
