@@ -13,6 +13,7 @@ from .batching import BatchSettings
 from .epochs import EpochLoop, Scores, format_duration, format_scores
 from .feeding import tf_batches
 from .fused_updates import apply_gradients
+from .graph_passes import SizedStep
 from .precision import StepCompute, tf_step_function
 
 
@@ -48,8 +49,18 @@ class Trainer(EpochLoop):
             self._flush_step = tf.function(self._flush, autograph=False)
         self.compute = compute or StepCompute()
         """bfloat16 mixed precision, XLA (config keys tf_amp, tf_jit: see `precision`)."""
-        self.train_step = tf_step_function(self._train_step, self.signature, self.compute)
-        self.eval_step = tf_step_function(self._eval_step, self.signature, self.compute)
+        self.train_step = self._compiled(self._train_step, "train")
+        self.eval_step = self._compiled(self._eval_step, "eval")
+
+    def _compiled(self, fn, name):
+        """`fn` as a compiled step; a graph of many ops runs with grappler's cheaper pass set (`graph_passes`)."""
+        step = tf_step_function(fn, self.signature, self.compute)
+
+        def on_large(ops):
+            print(f"{name} step: {ops} graph ops, grappler's costliest passes off (see engine/graph_passes.py)",
+                  file=self.log)
+        reduce = not (self.compute.amp_dtype or self.compute.jit)  # those set their own options / skip grappler
+        return SizedStep(step, getattr(step, "function", step), reduce=reduce, on_large=on_large)
 
     def batches(self, dataset, settings):
         return tf_batches(dataset, self.signature, settings)
