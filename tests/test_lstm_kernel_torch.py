@@ -20,6 +20,10 @@ def make_args(steps, batch, n, dim, dtype=torch.float32, seed=0, shared_state=Fa
     return [torch.tensor(rng.randn(*s) * k, dtype=dtype, requires_grad=True) for s, k in zip(shapes, scales)]
 
 
+def kernel(*args):
+    return lstm_sequences(*args, loop=RecurrentOps.lstm_raw)
+
+
 def loop_reference(x, ff_weight, bias, rec_weight, h0, c0, lengths):
     """What frontend/rec.py computes without the kernel: the loop over all frames, masked; states gathered."""
     hs, cells = RecurrentOps.lstm_autograd(torch.matmul(x, ff_weight) + bias, rec_weight, h0, c0)
@@ -36,7 +40,7 @@ def test_kernel_matches_the_loop(lengths, shared_state):
     rng = np.random.RandomState(1)
     weights = [torch.tensor(rng.randn(*s), dtype=torch.float32) for s in ((9, 5, 6), (5, 6), (5, 6))]
     results = []
-    for lstm in (lstm_sequences, loop_reference):
+    for lstm in (kernel, loop_reference):
         args = make_args(9, 5, 6, 3, shared_state=shared_state)
         h0, c0 = (a.expand(5, -1) for a in args[4:])  # a shared initial state, as flat_state broadcasts it
         outputs = lstm(*args[:4], h0, c0, lengths)
@@ -55,7 +59,7 @@ def test_kernel_matches_the_loop(lengths, shared_state):
 
 def test_an_int_length_and_float64():
     args = make_args(4, 3, 2, 5, dtype=torch.float64, seed=3)
-    hs, h, c = lstm_sequences(*args, 4)
+    hs, h, c = kernel(*args, 4)
     want = loop_reference(*args, torch.tensor([4, 4, 4]))
     for g, w in zip((hs, h, c), want):
         np.testing.assert_allclose(g.detach().numpy(), w.detach().numpy(), rtol=1e-12)
@@ -64,6 +68,6 @@ def test_an_int_length_and_float64():
 def test_not_used_where_it_does_not_apply():
     args = make_args(4, 3, 2, 5)
     with torch.autocast("cpu", dtype=torch.bfloat16):
-        assert lstm_sequences(*args, 4) is None  # bfloat16 autocast: the loop
-    assert lstm_sequences(*make_args(0, 3, 2, 5), 0) is None  # no frames
-    assert lstm_sequences(*(a.double() if i == 3 else a for i, a in enumerate(args)), 4) is None  # mixed dtypes
+        assert kernel(*args, 4) is None  # bfloat16 autocast: the loop
+    assert kernel(*make_args(0, 3, 2, 5), 0) is None  # no frames
+    assert kernel(*(a.double() if i == 3 else a for i, a in enumerate(args)), 4) is None  # mixed dtypes

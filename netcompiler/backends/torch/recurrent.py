@@ -20,7 +20,7 @@ class RecurrentOps:
     @classmethod
     def lstm_sequences_raw(cls, x: Any, ff_weight: Any, bias: Any, rec_weight: Any, state_h: Any, state_c: Any,
                            lengths: Any):
-        return lstm_sequences(x, ff_weight, bias, rec_weight, state_h, state_c, lengths)
+        return lstm_sequences(x, ff_weight, bias, rec_weight, state_h, state_c, lengths, cls.lstm_raw)
 
     @classmethod
     def lstm_raw(cls, xw: Any, rec_weight: Any, state_h: Any, state_c: Any):
