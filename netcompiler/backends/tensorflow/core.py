@@ -285,9 +285,9 @@ class CoreOps:
     # --- randomness -----------------------------------------------------------------------------------
     @classmethod
     def dropout_raw(cls, raw: Any, rate: float, noise_shape: Optional[Sequence[Any]]) -> Any:
-        # raw times a mask of 0 and 1 / (1 - rate), drawn as uniform >= rate (as tf.nn.dropout draws it). Its
-        # gradient is 6 ops where tf.nn.dropout's `where` has 14 (and 8 forward ops either way); as on the torch
-        # backend, a dropped inf or NaN gives NaN (0 times it) where tf.nn.dropout gives 0.
+        # tf.nn.dropout's values (the mask drawn as uniform >= rate; a dropped inf or NaN gives 0) with a gradient
+        # of its own: `where` of the kept mask, 2 ops where SelectV2's broadcasting gradient takes 14 (8 forward
+        # ops either way), and like it only the bool mask is kept for the backward pass, not a float one
         if not raw.dtype.is_floating:
             raise ValueError(f"dropout of a {raw.dtype.name} tensor: it needs floats (the kept values are scaled)")
         if not 0 <= rate < 1:
@@ -297,7 +297,13 @@ class CoreOps:
         else:
             shape = tf.stack([tf.cast(n, tf.int32) for n in noise_shape])
         keep = tf.random.uniform(shape, dtype=raw.dtype) >= tf.constant(rate, raw.dtype)
-        return raw * (tf.cast(keep, raw.dtype) * tf.constant(1.0 / (1.0 - rate), raw.dtype))
+        scale, zero = tf.constant(1.0 / (1.0 - rate), raw.dtype), tf.constant(0, raw.dtype)
+
+        @tf.custom_gradient
+        def dropped(x):
+            return tf.where(keep, x * scale, zero), lambda dy: tf.where(keep, dy * scale, zero)
+
+        return dropped(raw)
 
     @classmethod
     def set_random_seed_raw(cls, seed: int) -> None:
