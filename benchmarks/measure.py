@@ -70,7 +70,7 @@ def _torch_side(model, side):
 
     torch.set_num_threads(1)
     torch.manual_seed(42)
-    if side == "nc-torch":  # netcompiler's imports before the timer, as on TF (torch_trainer imports TensorFlow)
+    if side == "nc-torch":  # netcompiler's imports before the timer, as on TF
         import netcompiler.emit.model, netcompiler.engine.torch_trainer, netcompiler.network  # noqa: E401, F401
 
     def build():
