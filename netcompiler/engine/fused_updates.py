@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional, Sequence, Tuple
 
+from ..backends.tensorflow.params import named_after_creation
 from ..lazy_tf import tf
 
 
@@ -121,7 +122,8 @@ def apply_gradients(optimizer, grads_and_vars: Sequence[Tuple[Any, Any]], apply_
     fused = fused_kernel(optimizer)
     pairs = [(g, v) for g, v in grads_and_vars if g is not None]
     if fused is not None and pairs and not optimizer.built:  # as Keras's apply_gradients builds it on first use
-        optimizer.build([v for _, v in pairs])
+        with named_after_creation():
+            optimizer.build([v for _, v in pairs])
     dtype = pairs[0][1].dtype.base_dtype if pairs else None
     if fused is None or not pairs or any(v.dtype.base_dtype != dtype for _, v in pairs):
         update = lambda: optimizer.apply_gradients(pairs)  # noqa: E731

@@ -9,6 +9,7 @@ from typing import Optional
 import tensorflow as tf
 
 from ..backends.gradient_order import second_order_gradients
+from ..backends.tensorflow.params import named_after_creation
 from .batching import BatchSettings
 from .epochs import EpochLoop, Scores, format_duration, format_scores
 from .feeding import tf_batches
@@ -32,6 +33,9 @@ class Trainer(EpochLoop):
         self.model = model
         self.maximize_grad_norm = maximize_grad_norm  # RETURNN's setting: see `_gradients`
         self.optimizer = optimizer
+        if not getattr(optimizer, "built", True):  # its slots, created at half the cost (see named_after_creation)
+            with named_after_creation():
+                optimizer.build(model.trainable_params)
         self.batching = batching
         self.clip_gradients = clip_gradients
         self.stop_on_nonfinite = stop_on_nonfinite

@@ -3,9 +3,37 @@ container checkpoints save them through, and the input signature of compiled ste
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any, Sequence
 
 import tensorflow as tf
+
+_HANDLE_NAME = "variable"
+"""The name every variable's handle op is created with (see `named_after_creation`)."""
+
+
+def _rename_after_creation(next_creator, **kwargs):
+    name = kwargs.get("name")
+    if name is None:
+        return next_creator(**kwargs)
+    scope = tf.get_current_name_scope()
+    kwargs["name"] = _HANDLE_NAME
+    variable = next_creator(**kwargs)
+    variable._handle_name = f"{scope}/{name}:0" if scope else f"{name}:0"  # what `variable.name` reports
+    return variable
+
+
+@contextlib.contextmanager
+def named_after_creation():
+    """Variables created inside get their names after creation, not from their handle op.
+
+    TensorFlow gives an eager variable's `VarHandleOp` its name as an attribute (``debug_name``), so every new name
+    instantiates and caches a kernel of its own: 0.6-1.7 ms per variable (more the more variables exist), against
+    0.3 ms for a name seen before. Creating each variable under one fixed name and setting its name after gives the
+    same `name`s (checkpoints go by object path, not by name) at half the creation time: a 400-layer chain's
+    parameters and Adam slots 2.4 -> 1.2 CPU s (benchmarks/README.md, "build_profile.py")."""
+    with tf.variable_creator_scope(_rename_after_creation):
+        yield
 
 from .initializers import make_initializer
 
@@ -21,7 +49,8 @@ class ParamOps:
     @classmethod
     def create_parameter_raw(cls, name: str, shape: Sequence[int], dtype: str, initial_value: Any,
                              trainable: bool) -> Any:
-        return tf.Variable(initial_value, name=name, trainable=trainable, dtype=dtype)
+        with named_after_creation():
+            return tf.Variable(initial_value, name=name, trainable=trainable, dtype=dtype)
 
     @classmethod
     def is_trainable(cls, raw: Any) -> bool:
