@@ -150,13 +150,13 @@ def hand_linear(layers, width, dim=40, classes=100, dropout=0.1):
     return HandLinear()
 
 
-def model_linear(size, layers, width=None):
+def model_linear(size, layers, width=None, batches=None):
     if size == "quick":
         layers //= 10
     width = width or LINEAR_WIDTH[size]
     return Model(f"linear-{layers}", f"{layers} linear layers x {width}, ReLU, dropout 0.1, 100-class softmax",
-                 lambda: linear_config(layers, width), lambda: hand_linear(layers, width), _batches(size, 40, 100),
-                 torch=("linear", {"layers": layers, "width": width}))
+                 lambda: linear_config(layers, width), lambda: hand_linear(layers, width),
+                 batches or _batches(size, 40, 100), torch=("linear", {"layers": layers, "width": width}))
 
 
 # --- Transformer --------------------------------------------------------------------------------------------------
@@ -201,6 +201,10 @@ def model_transformer(size):
 
 
 SCALING_WIDTH = 64  # the --scaling chain: narrow, so the graph's size (not the math) is what is measured
+SCALING_BATCHES = Batches(1, 1, 10, 40, 100)
+"""The --scaling chain's first step: one sequence of 10 frames, so its peak memory is the build's. A step on 16 x 200
+frames keeps ~1.8 MB of activations per layer for backward (a dropout output and a ReLU output of 3200 x 64 floats,
+a bool mask): ~9 GB at 5000 layers in any implementation, which says nothing about building."""
 
 MODELS: Dict[str, Callable[[str], Model]] = {
     "12ax": model_12ax, "conv": model_conv, "linear-100": lambda size: model_linear(size, 100),
@@ -208,9 +212,9 @@ MODELS: Dict[str, Callable[[str], Model]] = {
 
 
 def get_model(name: str, size: str) -> Model:
-    """The model `name` at `size`; "linear-N" for any N (the --scaling chain)."""
+    """The model `name` at `size`; "linear-N" for any N (the --scaling chain, first step on SCALING_BATCHES)."""
     if name in MODELS:
         return MODELS[name](size)
     if re.fullmatch(r"linear-\d+", name):
-        return model_linear("default", int(name.split("-")[1]), width=SCALING_WIDTH)
+        return model_linear("default", int(name.split("-")[1]), width=SCALING_WIDTH, batches=SCALING_BATCHES)
     raise SystemExit(f"unknown model {name!r} (known: {', '.join(MODELS)}, or linear-N)")

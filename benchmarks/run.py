@@ -100,7 +100,10 @@ def main():
     parser.add_argument("--reps", type=int, default=None, help="timed passes per side (default 3; quick 1)")
     parser.add_argument("--rounds", type=int, default=1, help="processes per side, alternating order (default 1)")
     parser.add_argument("--scaling", action="store_true",
-                        help=f"also build a {SCALING_LAYERS}-layer chain (goal < 60 s, < 2 GB)")
+                        help=f"also build a {SCALING_LAYERS}-layer chain on netcompiler and by hand (TF; goal < 60 s, "
+                             "< 2 GB, ratio <= 1.2)")
+    parser.add_argument("--scaling-layers", type=int, default=SCALING_LAYERS, metavar="N",
+                        help=f"layers of the --scaling chain (default {SCALING_LAYERS})")
     parser.add_argument("--no-torch", action="store_true", help="skip the PyTorch sides (skipped too without torch)")
     parser.add_argument("--no-check", action="store_true", help="skip the weights-copied loss/gradient check")
     parser.add_argument("--no-pipeline", action="store_true", help="skip the input-pipeline measurement")
@@ -135,7 +138,8 @@ def main():
     benchmark_models(names, args, size, log, results["models"], save)
     results["growth"] = growth(results["models"])
     if args.scaling:
-        results["scaling"] = run_child(f"linear-{SCALING_LAYERS}", "nc-tf", size, 0, log)
+        results["scaling"] = {"layers": args.scaling_layers, **{
+            side: run_child(f"linear-{args.scaling_layers}", side, size, 0, log) for side in ("nc-tf", "hand-tf")}}
     if not args.no_pipeline:
         results["pipeline"] = {name: run_child(f"pipeline:{name}", "nc-tf", size, 0, log) for name in ("12ax", "hdf")}
     results["meta"].update(load_end=os.getloadavg()[0], seconds=time.time() - start)

@@ -70,3 +70,22 @@ def test_pipeline_ratio_against_the_consuming_step():
     text, missed, _ = report.render(results(models, pipeline=pipe))
     assert "pipeline 12ax" in missed  # 4x < 5x
     assert "n/a (model not run)" in text  # hdf's consumer (conv) was not measured: no verdict
+
+
+def test_scaling_chain_judged_by_absolute_goals_and_against_the_hand_written_chain():
+    scaling = {"layers": 5000, "nc-tf": side(build=40.0, peak=2500.0), "hand-tf": side(build=100.0, peak=2000.0)}
+    text, missed, crashed = report.render(results({}, scaling=scaling))
+    assert crashed == []
+    # wall 80 s > 60 s, peak 2500 MB > 2 GB; build ratio 0.4 <= 1.2, memory ratio 1.25 > 1.1
+    assert missed == ["scaling build", "scaling memory", "scaling memory"]
+    assert "5000-layer chain" in text and "ratio 0.40 (<= 1.2: OK)" in text and "ratio 1.25 (<= 1.1: **MISSED**)" in text
+
+
+def test_scaling_reference_failure_is_reported_but_not_a_netcompiler_crash():
+    scaling = {"layers": 50, "nc-tf": side(build=1.0, peak=900.0), "hand-tf": {"error": "exit -9: killed"}}
+    text, missed, crashed = report.render(results({}, scaling=scaling))
+    assert crashed == [] and missed == []
+    assert "hand-written TF2: exit -9: killed" in text
+    scaling["nc-tf"] = {"error": "exit 1: boom"}
+    text, missed, crashed = report.render(results({}, scaling=scaling))
+    assert crashed == ["scaling: exit 1: boom"] and "50-layer chain: CRASHED" in text
