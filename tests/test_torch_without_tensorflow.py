@@ -118,6 +118,18 @@ def test_event_file_scalars_read_back_with_tensorflow(tmp_path):
     assert found == {"dev_score": {1: 0.25, 2: 0.125}, "learning_rate": {1: pytest.approx(1e-3), 2: pytest.approx(5e-4)}}
 
 
+def test_a_second_writer_in_the_same_process_and_second_keeps_the_first_ones_scalars(tmp_path, monkeypatch):
+    import netcompiler.engine.summaries as summaries
+
+    monkeypatch.setattr(summaries.time, "time", lambda: 1795885854.5)  # a resumed run within the same second
+    for step in (1, 2):
+        writer = EventFileScalarWriter(str(tmp_path / "tb"))
+        writer.write(step, {"learning_rate": 0.01 * step})
+        writer.close()
+    assert len(glob.glob(str(tmp_path / "tb" / "events.out.tfevents.*"))) == 2
+    assert scalars(str(tmp_path / "tb" / "model")) == {"learning_rate": {1: pytest.approx(0.01), 2: pytest.approx(0.02)}}
+
+
 def test_event_file_records_are_those_of_tf_summary(tmp_path):
     import tensorflow as tf
 

@@ -40,9 +40,8 @@ class EventFileScalarWriter:
 
         self.event_pb2 = event_pb2
         os.makedirs(directory, exist_ok=True)
-        name = f"events.out.tfevents.{int(time.time())}.{socket.gethostname()}.{os.getpid()}.v2"
-        self.path = os.path.join(directory, name)
-        self.records = RecordWriter(open(self.path, "wb"))
+        self.path, stream = _new_event_file(directory)
+        self.records = RecordWriter(stream)
         self._write(event_pb2.Event(wall_time=time.time(), file_version="brain.Event:2"))
 
     def write(self, step: int, values: Mapping[str, float]) -> None:
@@ -63,6 +62,20 @@ class EventFileScalarWriter:
 
     def close(self) -> None:
         self.records.close()
+
+
+def _new_event_file(directory: str):
+    """(path, binary stream) of a new event file. Its name has the second, host and process as TensorFlow's, and a
+    counter: a run resumed in the same process within the same second must not open (and empty) the file of the run
+    before it, which holds that run's scalars."""
+    stem = f"events.out.tfevents.{int(time.time())}.{socket.gethostname()}.{os.getpid()}"
+    for count in range(1000):
+        path = os.path.join(directory, f"{stem}.{count}.v2")
+        try:
+            return path, open(path, "xb")
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"{directory}: 1000 event files named {stem}.*.v2 exist already")
 
 
 class NoScalarWriter:
