@@ -64,6 +64,33 @@ def test_12ax_block_follows_a_random_order_and_sorting():
                     np.testing.assert_array_equal(dataset.get_seq(index)[key], array)
 
 
+def _count_generated(dataset):
+    """Wraps the dataset's generators; the returned list collects the number of sequences of each call."""
+    calls = []
+    one, block = dataset._generate, dataset._generate_block
+    dataset._generate = lambda index, rng: calls.append(1) or one(index, rng)
+    dataset._generate_block = lambda indices: calls.append(len(indices)) or block(indices)
+    return calls
+
+
+def test_12ax_read_out_of_its_order_generates_what_it_reads():
+    """A combined or meta dataset reads its sub-datasets in its own order: a random one must not cost a block of
+    1024 sequences per read, and reading on in corpus order still goes by blocks."""
+    dataset = Task12AXDataset(num_seqs=5000)
+    dataset.init_epoch(2)
+    calls = _count_generated(dataset)
+    reads = np.random.RandomState(0).choice(5000, size=60, replace=False)
+    for index in reads.tolist():
+        symbols, targets = _scalar_sequence(2, index)
+        np.testing.assert_array_equal(dataset._corpus_seq(index)["classes"], targets)
+    assert sum(calls) <= 2 * len(reads)
+    calls.clear()
+    for index in range(3000, 4200):  # in corpus order, from a random place: one sequence, then blocks
+        dataset._corpus_seq(index)
+    assert sum(calls) <= 1200 + 1024 and max(calls) > 900  # a block (less what the reads above cached)
+    np.testing.assert_array_equal(dataset._corpus_seq(4100)["classes"], _scalar_sequence(2, 4100)[1])
+
+
 def test_targets_of_rows_equal_targets_12ax():
     rng = np.random.RandomState(5)
     symbols = rng.randint(0, 9, size=(200, 60))

@@ -459,7 +459,9 @@ class GeneratedDataset(Dataset):
 
     A subclass with `BLOCK` > 0 also implements `_generate_block`: on a cache miss it then generates the next
     `BLOCK` sequences of the epoch's order at once (array operations across sequences: the same data as
-    `_generate` gives one by one, at a fraction of the per-sequence cost; issue 12 goal 6).
+    `_generate` gives one by one, at a fraction of the per-sequence cost; issue 12 goal 6). Read out of its own
+    order (by a combined dataset's random order), a read generates its one sequence; blocks only where the reads
+    go on from the one before.
     """
 
     OPTIONS = {"num_seqs": Option((int,), required=True, check=positive, doc="sequences in the corpus")}
@@ -473,6 +475,9 @@ class GeneratedDataset(Dataset):
         self._seq_cache: "OrderedDict[int, Dict[str, np.ndarray]]" = OrderedDict()
         self._length_cache: Dict[int, Dict[str, int]] = {}
         self._random_state = np.random.RandomState()  # reseeded per sequence: building one costs ~100 us
+        self._next_read = {True: 0, False: 0}
+        """Where reads that go on in order would come next: a position in the epoch's order (True), a corpus index
+        outside it (False); see `_block_after`."""
 
     def _generate(self, corpus_index: int, rng: np.random.RandomState) -> Dict[str, np.ndarray]:
         """The arrays of one sequence, drawing all randomness from `rng`."""
@@ -495,6 +500,7 @@ class GeneratedDataset(Dataset):
     def _prepare_epoch(self, epoch: int) -> None:
         seed = self.content_seed(epoch)
         self._order = None  # the previous epoch's order must not steer block generation while lengths are read
+        self._next_read = {True: 0, False: 0}
         if seed != self._content_seed_now:
             self._content_seed_now = seed
             self._seq_cache.clear()
@@ -525,17 +531,24 @@ class GeneratedDataset(Dataset):
         return arrays
 
     def _block_after(self, corpus_index: int) -> np.ndarray:
-        """The corpus indices to generate with `corpus_index`: the next BLOCK of the epoch's order from it (those
-        not cached), or the next BLOCK corpus indices when it is not in the order (lengths for sorting, or read by
-        a meta dataset)."""
+        """The corpus indices to generate with `corpus_index`: where the reads go on from the previous one, the next
+        BLOCK of the epoch's order from it, or of the corpus when it is not in the order (lengths read for
+        sorting, a meta dataset's reads), less those cached; elsewhere (a combined dataset's random order reading
+        this one) only `corpus_index`: a block per read cost up to BLOCK sequences each."""
         order = self._order
         at = np.flatnonzero(order == corpus_index) if order is not None else ()
-        if len(at):
-            ahead = order[at[0]:at[0] + self.BLOCK]
-            _, first = np.unique(ahead, return_index=True)
-            ahead = ahead[np.sort(first)]
-            return np.array([i for i in ahead.tolist() if i == corpus_index or i not in self._seq_cache], dtype=np.int64)
-        return np.arange(corpus_index, min(corpus_index + self.BLOCK, self._num_corpus_seqs()), dtype=np.int64)
+        in_order = bool(len(at))
+        position = int(at[0]) if in_order else corpus_index
+        if position != self._next_read[in_order]:
+            self._next_read[in_order] = position + 1
+            return np.array([corpus_index], dtype=np.int64)
+        if in_order:
+            ahead = order[position:position + self.BLOCK]
+        else:
+            ahead = np.arange(position, min(position + self.BLOCK, self._num_corpus_seqs()), dtype=np.int64)
+        self._next_read[in_order] = position + len(ahead)
+        ahead = dict.fromkeys(ahead.tolist())  # an order repeats indices with repeat_epoch
+        return np.array([i for i in ahead if i == corpus_index or i not in self._seq_cache], dtype=np.int64)
 
     def _fill_block(self, corpus_index: int) -> None:
         """Generates the block of `corpus_index` (see `_block_after`) into the caches, and checks its data at once.
