@@ -120,7 +120,7 @@ def test_12ax_fixed_random_seed_fixes_content():
 
 
 def test_generated_lengths_agree_with_content():
-    """The cheap length path (sorting) must give the lengths the arrays have."""
+    """The lengths read for sorting (RandomDataset's cheap shortcut, 12AX's blocks) are those the arrays have."""
     for dataset in (Task12AXDataset(num_seqs=30, seq_ordering="sorted"),
                     RandomDataset(num_seqs=30, input_dim=3, output_dim=4, seq_len_range=(1, 40),
                                   seq_ordering="sorted_reverse")):

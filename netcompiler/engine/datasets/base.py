@@ -36,6 +36,7 @@ from netcompiler.errors import (
     closest_match,
 )
 from netcompiler.layer_base import matches_types, type_names
+from netcompiler.limits import is_int
 
 from .ordering import SeqOrdering, make_seq_order, partition_of_epoch
 
@@ -111,7 +112,7 @@ def seq_lengths_of(arrays: Mapping[str, np.ndarray], spec: Mapping[str, DataSpec
 
 def checked_epoch(owner: "Dataset", epoch: Any) -> int:
     """`epoch` as an int, or the ValueError `Dataset.init_epoch` raises for a bad epoch (an int >= 1)."""
-    if isinstance(epoch, bool) or not isinstance(epoch, (int, np.integer)) or epoch < 1:
+    if not is_int(epoch) or epoch < 1:
         raise ValueError(f"{owner.subject}: epoch must be an int >= 1, got {epoch!r}")
     return int(epoch)
 

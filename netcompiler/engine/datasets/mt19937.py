@@ -5,7 +5,7 @@ costs ~10-20 us and fetching words ~15 us per call, more than drawing a 12AX seq
 MT19937 (the generator behind RandomState) runs on a [sequences, 624] state array: the seeding recurrence
 (`init_by_array`, 1247 steps, each one operation on a column across all sequences), one state update ("twist")
 and the output tempering. Row r of `first_words(seed, indices)` equals
-`RandomState([seed, indices[r]]).randint(0, 2**32, size=624, dtype=np.uint64)` (tests/test_mt19937.py compares),
+`RandomState([seed, indices[r]]).randint(0, 2**32, size=624, dtype=np.uint64)` (tests/test_block_generation.py compares),
 i.e. the words `RawDraws` reads; later words need another twist: callers fall back to a RandomState for the rare
 sequence that uses more.
 """

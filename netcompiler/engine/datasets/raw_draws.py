@@ -24,6 +24,11 @@ _WORD_RANGE = 1 << 32
 _DOUBLE_SCALE = 1.0 / 9007199254740992.0  # 2**-53
 
 
+def coin_of_words(first, second):
+    """`rng.uniform()`'s double from two consecutive raw words (ints, or uint64 arrays of them)."""
+    return ((first >> 5) * 67108864.0 + (second >> 6)) * _DOUBLE_SCALE
+
+
 class RawDraws:
     """Scalar draws of a RandomState from blocks of its raw words (see the module docstring)."""
 
@@ -42,7 +47,7 @@ class RawDraws:
         block = self.rng.randint(0, _WORD_RANGE, size=self.BLOCK, dtype=np.uint64)
         previous = self.words[-1:]  # its coin needs the block's first word
         tail = np.concatenate([np.array(previous, dtype=np.uint64), block])
-        coins = (((tail[:-1] >> 5) * 67108864.0 + (tail[1:] >> 6)) * _DOUBLE_SCALE).tolist()
+        coins = coin_of_words(tail[:-1], tail[1:]).tolist()
         if previous:
             self.coins[-1] = coins.pop(0)
         self.coins += coins + [None]
@@ -68,5 +73,4 @@ class RawDraws:
 
     def uniform(self) -> float:
         """What `rng.uniform()` returns."""
-        high = self.word() >> 5
-        return (high * 67108864.0 + (self.word() >> 6)) * _DOUBLE_SCALE
+        return coin_of_words(self.word(), self.word())

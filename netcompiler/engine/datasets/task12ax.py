@@ -18,7 +18,7 @@ import numpy as np
 
 from netcompiler.engine.datasets.base import DataSpec, GeneratedDataset, register
 from netcompiler.engine.datasets.mt19937 import first_words
-from netcompiler.engine.datasets.raw_draws import RawDraws
+from netcompiler.engine.datasets.raw_draws import RawDraws, coin_of_words
 
 INPUT_SYMBOLS = "123ABCXYZ"
 OUTPUT_SYMBOLS = "LR"
@@ -119,10 +119,6 @@ class Task12AXDataset(GeneratedDataset):
         one_hot = _ONE_HOT[symbols]
         return {"data": one_hot, "classes": targets_12ax(symbols)}
 
-    def _generate_lengths(self, corpus_index: int, rng: np.random.RandomState) -> Dict[str, int]:
-        length = int(rng.randint(_MIN_LEN, _MAX_LEN_EXCLUSIVE))  # the first draw of _generate
-        return {"data": length, "classes": length}
-
     def _generate_block(self, corpus_indices: np.ndarray):
         words = first_words(self._content_seed_now, corpus_indices, BLOCK_WORDS)
         symbols, lengths, complete = symbols_of_words(words)
@@ -191,13 +187,12 @@ def symbols_of_words(words: np.ndarray):
     time_major[:width] = words.T
     flat_words = time_major.ravel()
     noise_next = _next_accepted(time_major[:width], _NOISE_MASK, _NOISE_SPAN).ravel()
-    scale = 1.0 / 9007199254740992.0  # a coin: RawDraws.uniform of the words at k and k + 1
     rows = rows[complete]
     pos, count, lengths = start[complete] + 1, (start_symbol[complete] >= 0).astype(np.int64), lengths[complete]
     phase = np.zeros(len(rows), dtype=np.int64)  # 0: digit coin, 1: pair coin, 2: noise coin
     while len(rows):
         at = pos * n + rows
-        coin = ((flat_words[at] >> 5) * 67108864.0 + (flat_words[at + n] >> 6)) * scale
+        coin = coin_of_words(flat_words[at], flat_words[at + n])  # RawDraws.uniform of the words at k, k + 1
         hit = coin < _THRESHOLD[phase]
         code = 2 * phase + hit  # (phase, hit) -> what happens, see the tables
         at += 2 * n
