@@ -385,6 +385,9 @@ def test_dropout_and_random():
     assert np.all(np.isclose(rows.numpy(), 0.0) | np.isclose(rows.numpy(), 1 / 0.7))
     assert bool(torch.all(y == rows[:, None]))  # one decision per row: the noise shape broadcasts
     assert 0.2 < float((rows == 0).float().mean()) < 0.4
+    for shape in ((), (3, 0, 2)):  # a scalar, an empty batch
+        x = torch.ones(shape)
+        assert backend.dropout_raw(x, 0.5, None).shape == x.shape
     normal = backend.random_raw([20000], "truncated_normal", "float32", mean=1.0, stddev=2.0)
     assert float(normal.min()) >= -3.0 and float(normal.max()) <= 5.0
     uniform = backend.random_raw([20000], "uniform", "float32", minval=-2.0, maxval=0.0)

@@ -130,7 +130,7 @@ def _keep_mask(shape: Sequence[int], rate: float, dtype) -> Any:
     Transformer train step)."""
     count = int(np.prod(shape))
     bits = torch.empty(((count + 3) // 4,), dtype=torch.int64).random_(-2 ** 63, None).view(torch.int16)
-    keep = bits[:count].view(*shape) >= min(round(rate * 65536), 65535) - 32768
+    keep = bits[:count].view(tuple(shape)) >= min(round(rate * 65536), 65535) - 32768
     return keep.to(dtype).mul_(1.0 / (1.0 - rate))
 
 
