@@ -258,6 +258,10 @@ CASES = [
     # --- normalization, attention, gating ---------------------------------------------------------------------
     Case(("layer_norm",), lambda m, x: rf.layer_norm(x, in_dim=F, scale=m.scale, bias=m.bias, eps=1e-6),
          build=lambda: Params(scale=[F], bias=[F])),
+    # over a dynamic last dim: the statistics of the valid frames only (no fused kernel, which would count padding)
+    Case(("layer_norm:dynamic last dim",), lambda m, x: rf.layer_norm(
+        x, in_dim=T, scale=rf.reduce_mean(_soft(x), axis=[B, F]), bias=None, eps=1e-6), {"x": Input([B, F, T])},
+        layer_dict="not run: the case is about the torch kernel's choice"),
     Case(("rms_norm",), lambda m, x: rf.rms_norm(x, in_dim=F, scale=m.scale, bias=None, eps=1e-6),
          build=lambda: Params(scale=[F])),
     Case(("normalize",), lambda m, x: rf.normalize(x, axis=F)),

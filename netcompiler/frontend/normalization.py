@@ -42,10 +42,11 @@ def layer_norm(x: Tensor, *, in_dim: Dims, scale: Tensor, bias: Optional[Tensor]
 
 def fused_layer_norm(x: Tensor, *, in_dim: Dims, scale: Tensor, bias: Optional[Tensor],
                      eps: float) -> Optional[Tensor]:
-    """`layer_norm` through the backend's one kernel (`layer_norm_raw`) where it has one and `in_dim` is one dim,
-    the last of `x`, with `scale` and `bias` over just that dim; else None (the caller composes it)."""
+    """`layer_norm` through the backend's one kernel (`layer_norm_raw`) where it has one and `in_dim` is one static
+    dim, the last of `x`, with `scale` and `bias` over just that dim; else None (the caller composes it: over a
+    dynamic dim the statistics must leave out the padded frames, which the kernel would count)."""
     dims = _dims(in_dim)
-    if len(dims) != 1 or not x.dims or x.dims[-1] != dims[0] or scale.dims != (dims[0],) or \
+    if len(dims) != 1 or dims[0].is_dynamic or not x.dims or x.dims[-1] != dims[0] or scale.dims != (dims[0],) or \
             (bias is not None and bias.dims != (dims[0],)):
         return None
     raw = backend_for(x).layer_norm_raw(x.raw, scale.raw, None if bias is None else bias.raw, float(eps))
