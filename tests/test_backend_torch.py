@@ -392,3 +392,42 @@ def test_dropout_and_random():
     assert float(normal.min()) >= -3.0 and float(normal.max()) <= 5.0
     uniform = backend.random_raw([20000], "uniform", "float32", minval=-2.0, maxval=0.0)
     assert -2.0 <= float(uniform.min()) and float(uniform.max()) < 0.0 and abs(float(uniform.mean()) + 1) < 0.05
+
+
+def test_lstm_kernel_with_lengths_over_two_dims_equals_the_loop(monkeypatch):
+    """rf.lstm over x [B, S, T, F] whose T lengths are per (B, S) (as after splitting a sequence dim): the kernel
+    path (aten's LSTM; the lengths flattened as the frames are) gives the Python loop's states and gradients."""
+    from netcompiler.backends import get_backend
+    from netcompiler.backends.torch.recurrent import RecurrentOps
+    from netcompiler.tensor import Data, Dim, Tensor, batch_dim
+
+    S, T, F, H, G = (Dim(2, name="s"), Dim(None, name="t"), Dim(3, name="f"), Dim(4, name="h"),
+                     Dim(16, name="g"))
+    rng = np.random.RandomState(0)
+    x_np, lengths = rng.randn(3, 2, 5, 3).astype("float32"), np.array([[5, 2], [0, 4], [3, 5]], "int32")
+    weights = {name: rng.randn(*shape).astype("float32") * 0.5 for name, shape in
+               (("ff", (3, 16)), ("rec", (4, 16)), ("bias", (16,)))}
+
+    def run():
+        raw = {k: torch.tensor(v, requires_grad=True) for k, v in {"x": x_np, **weights}.items()}
+        with rf.RunContext(get_backend("torch")) as ctx:
+            ctx.set_size(batch_dim, 3, size_dims=())
+            ctx.set_size(T, torch.tensor(lengths), size_dims=(batch_dim, S))
+            x = Tensor(Data("x", (batch_dim, S, T, F), "float32"), raw["x"])
+            param = lambda name, dims: Tensor(Data(name, dims, "float32"), raw[name])  # noqa: E731
+            out, (h, c) = rf.lstm(x, state_h=rf.zeros([H]), state_c=rf.zeros([H]), ff_weight=param("ff", (F, G)),
+                                  rec_weight=param("rec", (H, G)), bias=param("bias", (G,)), spatial_dim=T,
+                                  in_dim=F, out_dim=H)
+            outs = [rf.permute(t, dims).raw for t, dims in ((out, (batch_dim, S, T, H)), (h, (batch_dim, S, H)),
+                                                          (c, (batch_dim, S, H)))]
+        sum(o.sum() * (i + 1) for i, o in enumerate(outs)).backward()
+        return [o.detach().numpy() for o in outs], {k: v.grad.numpy() for k, v in raw.items()}
+
+    rf.select_backend("torch")
+    kernel = run()
+    monkeypatch.setattr(RecurrentOps, "lstm_sequences_raw", classmethod(lambda cls, *args: None))
+    loop = run()
+    for a, b in zip(kernel[0], loop[0]):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    for name in kernel[1]:
+        np.testing.assert_allclose(kernel[1][name], loop[1][name], rtol=1e-4, atol=1e-5)

@@ -140,9 +140,12 @@ class _Sequences:
         if self.x.sparse_dim is not None or not (isinstance(sizes, int) or sizes.dims in ((), tuple(self.others))):
             return None
         gates = self.bias.dims[0]
+        lengths = sizes if isinstance(sizes, int) else sizes.raw
+        if not isinstance(sizes, int) and len(sizes.dims) > 1:  # per (B, S, ...): flat, as the frames are
+            lengths = self.backend.reshape_raw(lengths, [-1])
         raw = self.backend.lstm_sequences_raw(
             self.x.raw, permute(self.ff_weight, (self.in_dim, gates)).raw, self.bias.raw, self.rec_weight,
-            flat_h, flat_c, sizes if isinstance(sizes, int) else sizes.raw)
+            flat_h, flat_c, lengths)
         if raw is None:
             return None
         hs, h, c = raw
