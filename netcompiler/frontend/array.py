@@ -10,6 +10,14 @@ from ._dispatch import backend_for, default_dtype
 from .run_ctx import get_run_ctx
 
 
+def product_of_sizes(sizes):
+    """The product of sizes (ints or scalar raw tensors; 1 for none): an op only per multiplication of two."""
+    total = None
+    for s in sizes:
+        total = s if total is None else total * s
+    return 1 if total is None else total
+
+
 def convert_to_tensor(value: Any, *, dims: Sequence[Dim] = (), dtype: Optional[str] = None,
                       sparse_dim: Optional[Dim] = None, name: str = "constant", backend=None, **roles) -> Tensor:
     """A Tensor of `value` (a number, NumPy array or raw tensor) laid out as `dims`."""
@@ -96,10 +104,7 @@ def merge_dims(x: Tensor, *, dims: Sequence[Dim], out_dim: Optional[Dim] = None)
     backend = backend_for(x)
     shape = list(backend.get_shape_tuple_raw(x.raw))
     n = len(dims)
-    size = 1
-    for s in shape[first:first + n]:
-        size = size * s
-    raw = backend.reshape_raw(x.raw, shape[:first] + [size] + shape[first + n:])
+    raw = backend.reshape_raw(x.raw, shape[:first] + [product_of_sizes(shape[first:first + n])] + shape[first + n:])
     out_dims = tuple(rest[:first]) + (out_dim,) + tuple(rest[first:])
     roles = {role: (getattr(x.data, role) if getattr(x.data, role) in out_dims else
                     (out_dim if getattr(x.data, role) in dims else None)) for role in ("time_dim", "feature_dim")}

@@ -23,7 +23,7 @@ from typing import Any, List, Optional, Sequence, Tuple, Union
 
 from ..tensor import Data, Dim, Tensor, conv_out_dim
 from ._dispatch import backend_for
-from .array import expand_dim, permute
+from .array import expand_dim, permute, product_of_sizes
 from .run_ctx import get_run_ctx
 
 IntOrInts = Union[int, Sequence[int]]
@@ -149,13 +149,6 @@ def _adopt_out_dims(derived: List[Dim], given: Optional[Sequence[Dim]]) -> List[
     return given
 
 
-def _product(sizes) -> Any:
-    total = 1
-    for s in sizes:
-        total = total * s
-    return total
-
-
 class _Layout:
     """A source laid out for the backend as [N, spatial..., C]: its batch dims merged into N, its `channels`
     merged into C (size-1 axes where there are none); `restore` lays a result out by Dims again."""
@@ -169,8 +162,8 @@ class _Layout:
         if self.reshaped:
             self.shape = list(backend.get_shape_tuple_raw(raw))
             nb, nc = len(self.batch), len(self.channels)
-            raw = backend.reshape_raw(raw, [_product(self.shape[:nb])] + self.shape[nb:len(self.shape) - nc]
-                                      + [_product(self.shape[len(self.shape) - nc:])])
+            raw = backend.reshape_raw(raw, [product_of_sizes(self.shape[:nb])] + self.shape[nb:len(self.shape) - nc]
+                                      + [product_of_sizes(self.shape[len(self.shape) - nc:])])
         else:
             if not self.batch:
                 raw = backend.expand_dims_raw(raw, 0)

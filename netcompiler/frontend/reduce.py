@@ -10,7 +10,7 @@ from typing import Sequence, Union
 
 from ..tensor import Data, Dim, Tensor
 from ._dispatch import backend_for
-from .array import masked, permute, sequence_mask
+from .array import masked, permute, product_of_sizes, sequence_mask
 from .math import cast, combine, stop_gradient, where
 from .run_ctx import get_run_ctx
 
@@ -148,7 +148,7 @@ def matmul(a: Tensor, b: Tensor, *, reduce: Union[Dim, Sequence[Dim]], use_mask:
             a_shape = list(backend.get_shape_tuple_raw(a_raw))
         s_shape, a_own = a_shape[:ns], a_shape[ns:ns + na]
         a2 = backend.reshape_raw(a_raw, _merged_shape(s_shape, a_own, r_shape)) if (na != 1 or nr != 1) else a_raw
-        b2 = backend.reshape_raw(b_raw, s_shape + [_product(r_shape), _product(b_own)]) \
+        b2 = backend.reshape_raw(b_raw, s_shape + [product_of_sizes(r_shape), product_of_sizes(b_own)]) \
             if (nr != 1 or len(b_only) != 1) else b_raw
         raw = backend.matmul_raw(a2, b2)
         if na != 1 or len(b_only) != 1:
@@ -160,22 +160,14 @@ def matmul(a: Tensor, b: Tensor, *, reduce: Union[Dim, Sequence[Dim]], use_mask:
     return Tensor(Data(a.name, out_dims, a.dtype, **roles), raw)
 
 
-def _product(sizes):
-    """The product of sizes (ints or scalar raw tensors): an op only per multiplication of two."""
-    total = None
-    for s in sizes:
-        total = s if total is None else total * s
-    return 1 if total is None else total
-
-
 def _merged_shape(s_shape, a_own, r_shape):
     """The shape s_shape + [product of a_own, product of r_shape], with -1 for a_own's product where that is
     the only size not known statically (the reshape then needs no shape ops)."""
     static = [n for n in s_shape + r_shape if isinstance(n, int)]
-    if len(static) == len(s_shape) + len(r_shape) and _product(static) > 0 \
+    if len(static) == len(s_shape) + len(r_shape) and product_of_sizes(static) > 0 \
             and not all(isinstance(n, int) for n in a_own):
-        return s_shape + [-1, _product(r_shape)]
-    return s_shape + [_product(a_own), _product(r_shape)]
+        return s_shape + [-1, product_of_sizes(r_shape)]
+    return s_shape + [product_of_sizes(a_own), product_of_sizes(r_shape)]
 
 
 def softmax(x: Tensor, *, axis: Dim, use_mask: bool = True, log: bool = False) -> Tensor:
