@@ -7,20 +7,8 @@ import threading
 from typing import Iterable
 
 from ..errors import ConfigError
+from ..lazy_tf import tf  # imported at first use: the PyTorch trainer uses `numpy_batches` only
 from .batching import BatchSettings, iterate_batches
-
-
-class _TensorFlowOnUse:
-    """`tf` of this module, imported at its first use: the PyTorch trainer uses `numpy_batches` only and must not
-    load TensorFlow (~500 MB, seconds) for it."""
-
-    def __getattr__(self, name):
-        import tensorflow
-
-        return getattr(tensorflow, name)
-
-
-tf = _TensorFlowOnUse()
 
 
 def batch_stream(dataset, keys: Iterable[str], settings: BatchSettings):

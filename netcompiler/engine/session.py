@@ -10,6 +10,7 @@ from typing import Dict, Optional
 
 from ..config import Config
 from ..errors import CheckpointError, ConfigError, InvalidOptionError, ModelFolderError
+from ..lazy_tf import tf  # imported at first use: a PyTorch run does not load it (~500 MB)
 from .checkpoint_interchange import TORCH_SUFFIX as _TORCH_SUFFIX  # (imports neither PyTorch nor TensorFlow)
 
 
@@ -54,7 +55,7 @@ class Session:
                     print(f"notice: config key '{key}' is a TensorFlow setting; it has no effect with "
                           f"backend 'torch'", file=sys.stderr)
         else:
-            self.tf.random.set_seed(seed)
+            tf.random.set_seed(seed)
         self.model_prefix = self._model_prefix()
         if network is None:  # a frontend config: on TF its layer dict, else get_model() run directly
             from .frontend_layers import frontend_step_model
@@ -65,13 +66,6 @@ class Session:
         else:
             self.model = CompiledNetwork(network, seed=seed, backend=self.backend)
         self.lock = None
-
-    @property
-    def tf(self):
-        """The `tensorflow` module, imported when first asked for: a PyTorch run does not load it (~500 MB)."""
-        import tensorflow
-
-        return tensorflow
 
     def scalar_writer(self, enabled: bool = True):
         """The writer of training's per-epoch TensorBoard scalars (`summaries.py`; `tf_log_dir`)."""
