@@ -82,7 +82,6 @@ def netcompiler_child(n, dim, clock, nonfinite_check=True):
     optimizer = make_optimizer(config.values)  # as compile-net's Session.train
     trainer = Trainer(model, optimizer, None, clip_gradients_fn(config.values), stop_on_nonfinite=nonfinite_check,
                       log=open(os.devnull, "w"))
-    optimizer.build(model.trainable_params)
     clock.lap("variables")
     concrete = trainer.train_step.get_concrete_function()
     clock.lap("trace")

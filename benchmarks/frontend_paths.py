@@ -245,7 +245,6 @@ def netcompiler_side_for(model, config):
 
     optimizer = make_optimizer(config.values)
     trainer = Trainer(model, optimizer, None, clip_gradients_fn(config.values), log=open(os.devnull, "w"))
-    optimizer.build(model.trainable_params)
 
     def step(x, y, n):
         return trainer.train_step({"data": x, "classes": y}, {"data": n, "classes": n})[1]

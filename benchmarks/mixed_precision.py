@@ -45,8 +45,7 @@ def tf_side(config, compute):
     from netcompiler.engine.trainer import Trainer
 
     model = CompiledNetwork(build_network(config), seed=1)
-    optimizer = make_optimizer(config.values)
-    optimizer.build(model.trainable_params)
+    optimizer = make_optimizer(config.values)  # built by the Trainer
     trainer = Trainer(model, optimizer, None, clip_gradients_fn(config.values), log=open(os.devnull, "w"),
                       compute=compute)
     return lambda x, y, n: trainer.train_step({"data": x, "classes": y}, {"data": n, "classes": n})[1]

@@ -219,7 +219,6 @@ def netcompiler_side(config):
     optimizer = make_optimizer(config.values)  # as compile-net's Session.train
     trainer = Trainer(model, optimizer, None, clip_gradients_fn(config.values),
                       stop_on_nonfinite=bool(config.get("stop_on_nonfinite_train_score", True)), log=open(os.devnull, "w"))
-    optimizer.build(model.trainable_params)
 
     def step(x, y, n):
         return trainer.train_step({"data": x, "classes": y}, {"data": n, "classes": n})[1]

@@ -80,3 +80,13 @@ def test_keras_update_where_no_kernel_is_exact(options):
     _, optimizer, op_types = run_steps(options, fused=True, steps=1)
     assert not any(t.startswith("ResourceApply") for t in op_types)
     assert int(optimizer.iterations) == 1
+
+
+def test_an_optimizer_not_built_is_refused():
+    """The optimizer is built once, by the Trainer (under named_after_creation); the fused update does not build
+    it a second way."""
+    variable = tf.Variable([1.0, 2.0])
+    optimizer = make_optimizer({"optimizer": {"class": "adam"}, "learning_rate": 0.1})
+    with pytest.raises(ValueError, match=r"not built.*optimizer\.build"):
+        apply_gradients(optimizer, [(tf.constant([1.0, 1.0]), variable)])
+    assert not optimizer.built

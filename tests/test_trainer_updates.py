@@ -30,9 +30,19 @@ def batch(seed, nan=False):
 
 def make_trainer(accum=1, clip=None, optimizer=None):
     model = CompiledNetwork(build_from_dict(NETWORK, EXTERN), seed=3, backend="tensorflow")
-    optimizer = make_optimizer(dict(ADAM, optimizer=optimizer or ADAM["optimizer"]))
-    optimizer.build(model.trainable_params)
+    optimizer = make_optimizer(dict(ADAM, optimizer=optimizer or ADAM["optimizer"]))  # the Trainer builds it
     return Trainer(model, optimizer, None, clip_gradients=clip, accum_grad_steps=accum, log=None), optimizer
+
+
+def test_the_trainer_builds_the_optimizer_before_any_step():
+    """The Trainer is the optimizer's one build site: its slots exist (a checkpoint restores into them) before a
+    step, named as a plain build names them."""
+    trainer, optimizer = make_trainer()
+    assert optimizer.built and int(optimizer.iterations) == 0
+    plain = make_optimizer(ADAM)
+    plain.build(trainer.model.trainable_params)
+    strip = lambda o: [v.value.name.replace(o.name + "/", "OPT/", 1) for v in o.variables]  # noqa: E731
+    assert strip(optimizer) == strip(plain) and len(optimizer.variables) == 2 * len(trainer.model.trainable_params) + 2
 
 
 def state(trainer, optimizer):

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional, Sequence, Tuple
 
-from ..backends.tensorflow.params import named_after_creation
 from ..lazy_tf import tf
 
 
@@ -112,8 +111,8 @@ def fused_kernel(optimizer) -> Optional[Callable]:
 
 def apply_gradients(optimizer, grads_and_vars: Sequence[Tuple[Any, Any]], apply_if: Any = None) -> None:
     """``optimizer.apply_gradients(grads_and_vars)`` with one fused kernel per variable where the optimizer has
-    one (see the module doc; variables of several dtypes get Keras's update); an optimizer not built yet is
-    built on these variables, as Keras builds it. Counts the step (``optimizer.iterations``) as Keras does.
+    one (see the module doc; variables of several dtypes get Keras's update); the optimizer is built already
+    (by `Trainer`, which names its slots cheaply). Counts the step (``optimizer.iterations``) as Keras does.
 
     With `apply_if` (a scalar bool tensor) a step where it is False changes nothing (variables, slots,
     iterations). Where the kernel allows (`_gated`) that is done without a tf.cond: rate 0, gradients 0 and
@@ -121,9 +120,9 @@ def apply_gradients(optimizer, grads_and_vars: Sequence[Tuple[Any, Any]], apply_
     its branch captures every variable, slot and gradient). Otherwise the update runs inside one tf.cond."""
     fused = fused_kernel(optimizer)
     pairs = [(g, v) for g, v in grads_and_vars if g is not None]
-    if fused is not None and pairs and not optimizer.built:  # as Keras's apply_gradients builds it on first use
-        with named_after_creation():
-            optimizer.build([v for _, v in pairs])
+    if fused is not None and pairs and not optimizer.built:  # its slots are the kernels' inputs
+        raise ValueError("fused_updates.apply_gradients: the optimizer is not built; call "
+                         "optimizer.build(variables) first (engine.trainer.Trainer does)")
     dtype = pairs[0][1].dtype.base_dtype if pairs else None
     if fused is None or not pairs or any(v.dtype.base_dtype != dtype for _, v in pairs):
         update = lambda: optimizer.apply_gradients(pairs)  # noqa: E731

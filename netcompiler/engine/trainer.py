@@ -33,7 +33,9 @@ class Trainer(EpochLoop):
         self.model = model
         self.maximize_grad_norm = maximize_grad_norm  # RETURNN's setting: see `_gradients`
         self.optimizer = optimizer
-        if not getattr(optimizer, "built", True):  # its slots, created at half the cost (see named_after_creation)
+        # the optimizer's one build site: its slots must exist before a checkpoint restores them (training_task)
+        # and before the first step (fused_updates); created at half the cost (see named_after_creation)
+        if not getattr(optimizer, "built", True):
             with named_after_creation():
                 optimizer.build(model.trainable_params)
         self.batching = batching

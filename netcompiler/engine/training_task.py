@@ -15,7 +15,7 @@ from ..errors import CheckpointError, InvalidOptionError
 
 
 def train(session) -> None:
-    """Trains the session's model epoch by epoch (imports are local: checkpoints and summaries load TensorFlow)."""
+    """Trains the session's model epoch by epoch."""
     from ..config import writes_checkpoints
     from .batching import positive_int_setting
     from .checkpoint_cleanup import CleanupRules
@@ -143,13 +143,9 @@ def training_parts(session, old_trainer=None):
         from .optimizers import make_optimizer, set_learning_rate
 
         optimizer = make_optimizer(values)
-    trainer = session.step_runner(optimizer)
+    trainer = session.step_runner(optimizer)  # on TensorFlow, builds the optimizer's slots (restored into)
     trainer.workers = session.workers
-    if session.torch:
-        state = dict(session.model_state(), optimizer=optimizer, step=trainer)
-    else:
-        optimizer.build(session.model.trainable_params)  # its slots must exist before a checkpoint restores them
-        state = dict(session.model_state(), optimizer=optimizer, step=trainer.step_count)
+    state = dict(session.model_state(), optimizer=optimizer, step=trainer if session.torch else trainer.step_count)
     if old_trainer is not None:  # the step count goes on
         if session.torch:
             trainer.step_count = old_trainer.step_count
