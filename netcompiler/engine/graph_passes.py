@@ -25,6 +25,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional
 
+from .call_options import call_options_with, calls_with
+
 LARGE_GRAPH_OPS = 8000
 """Traced ops of a step above which it runs with the reduced grappler pass set."""
 
@@ -35,21 +37,17 @@ _OFF = ("layout_optimizer", "constant_folding", "shape_optimization", "arithmeti
 
 def large_graph_call_options():
     """The current per-call function options with the expensive grappler passes off (the other options kept)."""
-    import tensorflow as tf
     from tensorflow.core.protobuf import rewriter_config_pb2
-    from tensorflow.python.eager import context
 
     rewriter = rewriter_config_pb2.RewriterConfig
-    base = context.context().function_call_options
-    config = tf.compat.v1.ConfigProto()
-    config.ParseFromString(base.config_proto_serialized)
-    options = config.graph_options.rewrite_options
-    for name in _OFF:
-        setattr(options, name, rewriter.OFF)
-    options.memory_optimization = rewriter.NO_MEM_OPT
-    options.disable_tfg_optimizer = True
-    options.meta_optimizer_iterations = rewriter.ONE
-    return context.FunctionCallOptions(executor_type=base.executor_type, config_proto=config)
+
+    def edit(options):
+        for name in _OFF:
+            setattr(options, name, rewriter.OFF)
+        options.memory_optimization = rewriter.NO_MEM_OPT
+        options.disable_tfg_optimizer = True
+        options.meta_optimizer_iterations = rewriter.ONE
+    return call_options_with(edit)
 
 
 class SizedStep:
@@ -85,15 +83,8 @@ class SizedStep:
             self._decide(args)
         if self.options is None:
             return self.step(*args)
-        from tensorflow.python.eager import context
-
-        ctx = context.context()
-        before = ctx.function_call_options
-        ctx.function_call_options = self.options
-        try:
+        with calls_with(self.options):
             return self.step(*args)
-        finally:
-            ctx.function_call_options = before
 
 
 __all__ = ["LARGE_GRAPH_OPS", "SizedStep", "large_graph_call_options"]

@@ -44,6 +44,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, Optional
 
 from ..errors import InvalidOptionError
+from .call_options import call_options_with, calls_with
 
 AMP_KEYS = {"tensorflow": "tf_amp", "torch": "torch_amp"}
 JIT_KEYS = {"tensorflow": "tf_jit", "torch": "torch_compile"}
@@ -113,15 +114,9 @@ def step_compute(values: Dict[str, Any], backend: str, log=sys.stderr) -> StepCo
 def _bf16_call_options():
     """TF's per-call function options with grappler's oneDNN bfloat16 rewrite switched on (the process's other
     options kept)."""
-    import tensorflow as tf
-    from tensorflow.python.eager import context
-
-    ctx = context.context()
-    base = ctx.function_call_options
-    config = tf.compat.v1.ConfigProto()
-    config.ParseFromString(base.config_proto_serialized)
-    config.graph_options.rewrite_options.auto_mixed_precision_onednn_bfloat16 = 1  # RewriterConfig.ON
-    return context.FunctionCallOptions(executor_type=base.executor_type, config_proto=config)
+    def edit(options):
+        options.auto_mixed_precision_onednn_bfloat16 = 1  # RewriterConfig.ON
+    return call_options_with(edit)
 
 
 @contextlib.contextmanager
@@ -152,7 +147,6 @@ def tf_step_function(fn: Callable, signature, compute: StepCompute) -> Callable:
     with `compute.amp_dtype`, a callable that runs it under the bfloat16 rewrite (its `.function` is the
     tf.function)."""
     import tensorflow as tf
-    from tensorflow.python.eager import context
 
     # our emission is plain TF calls: autograph has nothing to convert, and skipping it traces faster
     function = tf.function(fn, input_signature=list(signature), autograph=False, jit_compile=compute.jit or None)
@@ -161,14 +155,8 @@ def tf_step_function(fn: Callable, signature, compute: StepCompute) -> Callable:
     options = _bf16_call_options()
 
     def call(*args):
-        ctx = context.context()
-        before = ctx.function_call_options
-        ctx.function_call_options = options
-        try:
-            with _float32_log_softmax_lists():
-                return function(*args)
-        finally:
-            ctx.function_call_options = before
+        with calls_with(options), _float32_log_softmax_lists():
+            return function(*args)
     call.function = function
     return call
 
