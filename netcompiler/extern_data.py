@@ -167,8 +167,8 @@ def extern_data_from_config(values: Dict[str, Any]) -> Dict[str, Data]:
     if values.get("num_inputs") is not None:
         entries["data"] = {"dim": values["num_inputs"], "sparse": bool(values.get("sparse_input", False))}
     outputs = values.get("num_outputs")
-    if isinstance(outputs, int):
-        outputs = {"classes": [outputs, 1]}
+    if is_int(outputs):
+        outputs = {"classes": [int(outputs), 1]}
     if outputs is not None and not isinstance(outputs, dict):
         raise InvalidOptionError(f"must be a number of classes or a dict key -> dim or [dim, ndim], not "
                                  f"{type(outputs).__name__}", subject="config key 'num_outputs'")
@@ -176,8 +176,8 @@ def extern_data_from_config(values: Dict[str, Any]) -> Dict[str, Data]:
         if isinstance(spec, dict):  # RETURNN takes a dict entry as the data's options, as in extern_data
             entries[key] = dict(spec)
             continue
-        if isinstance(spec, int):
-            spec = [spec, 1 if key != "data" else 2]
+        if is_int(spec):
+            spec = [int(spec), 1 if key != "data" else 2]
         if not isinstance(spec, (list, tuple)) or len(spec) < 2:
             raise InvalidOptionError(f"num_outputs['{key}'] must be dim, [dim, ndim] or a dict of data options, "
                                      f"not {spec!r}",

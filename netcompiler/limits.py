@@ -2,7 +2,8 @@
 
 TensorFlow and PyTorch keep sizes and integer constants in 64 bits; a config value beyond that builds a
 template fine (Python ints have no bound) and crashes only when the step is made. Pure Python, no framework.
-Also the one "int but not bool" check for config values (`is_int`), which layers and engine share.
+Also the one "int but not bool" check for config values (`is_int`), which layers and engine share, and its
+counterpart for real numbers (`is_number`).
 """
 
 from __future__ import annotations
@@ -27,6 +28,11 @@ def is_int(value: Any) -> bool:
     """An integer config value: a Python or NumPy int, but not a bool (`True` is an int to Python, never to a
     config option that wants a count or an index)."""
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def is_number(value: Any) -> bool:
+    """A real-number config value: a Python or NumPy int or float, but not a bool (nor a NumPy bool)."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
 def fits_int64(value: int) -> bool:

@@ -1,5 +1,6 @@
 """Integer config values checked with `limits.is_int`: a NumPy int counts as an int (and comes out as a Python
-int, so it can be written to JSON and the learning-rate file), a bool does not."""
+int, so it can be written to JSON and the learning-rate file), a bool does not. Numbers checked with
+`limits.is_number` likewise take NumPy ints and floats (as Python floats), not bools."""
 
 import json
 
@@ -13,6 +14,7 @@ from netcompiler.engine.distributed import tf_config_identity
 from netcompiler.engine.epochs import accum_grad_steps
 from netcompiler.engine.last_best_model import LastBestModel
 from netcompiler.engine.learning_rate import LearningRateControl
+from netcompiler.engine.optimizers import optimizer_settings
 from netcompiler.engine.start_epoch import start_epoch_setting
 from netcompiler.errors import ConfigError
 from netcompiler.extern_data import data_from_options, extern_data_from_config
@@ -44,6 +46,22 @@ def test_extern_data_takes_numpy_ints_as_python_ints():
 def test_extern_data_refuses_bools(opts, option):
     with pytest.raises(ConfigError, match=option):
         data_from_options("z", opts)
+
+
+def test_num_outputs_takes_numpy_ints():
+    for outputs in (np.int64(10), {"classes": np.int32(10), "data": np.int64(3)}):
+        plain = extern_data_from_config({"num_outputs": {key: int(v) for key, v in outputs.items()}
+                                         if isinstance(outputs, dict) else int(outputs)})
+        data = extern_data_from_config({"num_outputs": outputs})
+        assert {k: repr(v) for k, v in data.items()} == {k: repr(v) for k, v in plain.items()}
+        assert data["classes"].sparse_dim.size == 10 and type(data["classes"].sparse_dim.size) is int
+    assert data["data"].dim == 3 and type(data["data"].dim) is int and not data["data"].sparse
+
+
+@pytest.mark.parametrize("outputs", [True, {"classes": True}, np.bool_(True), {"classes": np.bool_(False)}])
+def test_num_outputs_refuses_bools(outputs):
+    with pytest.raises(ConfigError, match="num_outputs"):
+        extern_data_from_config({"num_outputs": outputs})
 
 
 def test_extern_data_refuses_bool_ndim():
@@ -129,3 +147,42 @@ def test_dummy_datasets_take_numpy_ints_and_refuse_bools():
         RandomDataset(input_dim=2, output_dim=3, num_seqs=2, seq_len_range=(True, 3))
     with pytest.raises(ConfigError, match="seq_len"):
         DummyDataset(input_dim=2, output_dim=3, num_seqs=2, seq_len={"data": True, "classes": 2})
+
+
+def test_optimizer_settings_take_numpy_numbers_as_python_floats():
+    settings = optimizer_settings({"learning_rate": np.float32(1e-3),
+                                   "optimizer": {"class": "adam", "beta1": np.float32(0.5), "epsilon": np.int64(1),
+                                                 "learning_rate_multiplier": np.int32(2)}})
+    assert settings.learning_rate == float(np.float32(1e-3)) and type(settings.learning_rate) is float
+    assert settings.kwargs == {"beta_1": 0.5, "epsilon": 1.0} and settings.multiplier == 2.0
+    assert {type(v) for v in [settings.multiplier, *settings.kwargs.values()]} == {float}
+    assert optimizer_settings({"rmsprop": np.float32(0.5)}).kwargs["rho"] == 0.5  # RETURNN's rmsprop = decay
+    assert optimizer_settings({"momentum": np.float16(0.5)}).kwargs["momentum"] == 0.5
+    assert optimizer_settings({"adam": True, "optimizer_epsilon": np.float64(0.25)}).kwargs["epsilon"] == 0.25
+
+
+def test_learning_rate_settings_take_numpy_floats():
+    control = LearningRateControl.from_config({"learning_rate": np.float32(0.5), "learning_rates": [np.float32(0.25)],
+                                               "min_learning_rate": np.float64(0.125)})
+    assert control.learning_rate_for_epoch(1) == 0.25 and control.default_learning_rate == 0.5
+    assert type(control.default_learning_rate) is float and control.min_learning_rate == 0.125
+    decay = DynamicLearningRate({"interval": 10, "decay": np.float32(0.5)})
+    assert decay.decay == 0.5 and type(decay.decay) is float
+
+
+@pytest.mark.parametrize("config", [
+    {"learning_rate": True}, {"learning_rate": np.bool_(True)}, {"optimizer": {"class": "adam", "beta1": True}},
+    {"optimizer": {"class": "sgd", "learning_rate_multiplier": np.bool_(True)}}, {"adam": True, "optimizer_epsilon": False},
+])
+def test_optimizer_settings_refuse_bools(config):
+    with pytest.raises(ConfigError, match="expected a number"):
+        optimizer_settings(config)
+
+
+@pytest.mark.parametrize("check", [
+    lambda: LearningRateControl("constant", np.bool_(True)),
+    lambda: DynamicLearningRate({"interval": 10, "decay": True}),
+])
+def test_learning_rate_numbers_refuse_bools(check):
+    with pytest.raises(ConfigError):
+        check()

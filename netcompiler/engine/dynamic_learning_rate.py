@@ -27,7 +27,7 @@ import math
 from typing import Any, Callable, Optional
 
 from ..errors import InvalidOptionError
-from ..limits import is_int
+from ..limits import is_int, is_number
 
 KEY = "dynamic_learning_rate"
 PASSED = ("network", "global_train_step", "learning_rate", "epoch")
@@ -101,7 +101,7 @@ class DynamicLearningRate:
         interval, decay = setting["interval"], setting["decay"]
         if not is_int(interval) or interval < 1:
             raise _error(f"'interval' must be a whole number >= 1, got {interval!r}", "e.g. 'interval': 1000")
-        if isinstance(decay, bool) or not isinstance(decay, (int, float)) or not math.isfinite(decay) or decay < 0:
+        if not is_number(decay) or not math.isfinite(decay) or decay < 0:
             raise _error(f"'decay' must be a number >= 0, got {decay!r}", "e.g. 'decay': 0.999")
         return int(interval), float(decay)
 

@@ -7,7 +7,7 @@ import math
 from typing import Any, Callable, Dict, List, Mapping, Optional, Union
 
 from ..errors import InvalidOptionError, closest_match
-from ..limits import is_int
+from ..limits import is_int, is_number
 
 KINDS = ("constant", "newbob", "newbob_rel", "newbob_abs", "newbob_multi_epoch")
 # Other spellings RETURNN accepts for the same rules.
@@ -21,7 +21,7 @@ def _key_error(key: str, message: str, suggestion: Optional[str] = None) -> Inva
 
 
 def _as_float(key: str, value: Any, *, minimum: Optional[float] = None) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    if not is_number(value):
         raise _key_error(key, f"expected a number, got {value!r}", suggestion=f"write {key} = 0.001 or similar")
     value = float(value)
     if math.isnan(value) or (minimum is not None and value < minimum):

@@ -53,6 +53,7 @@ from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Optional, Seq
 
 from ..errors import InvalidOptionError, MissingOptionError, UnknownOptionError, closest_match
 from ..lazy_tf import tf
+from ..limits import is_int, is_number
 
 DEFAULT_EPSILON = 1e-16  # RETURNN's `optimizer_epsilon` default
 
@@ -85,7 +86,7 @@ def _get(config: Any, key: str, default: Any = None) -> Any:
 def _number(subject: str, value: Any, *, suggestion: str, option: Optional[str] = None,
             positive: bool = False) -> float:
     """`value` as a float, checked to be a number >= 0 (> 0 if `positive`); else an error with `suggestion`."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0 or (positive and value == 0):
+    if not is_number(value) or value < 0 or (positive and value == 0):
         wanted = "a number > 0" if positive else "a number >= 0"
         raise InvalidOptionError(f"expected {wanted}, got {value!r}", subject=subject, option=option,
                                  suggestion=suggestion)
@@ -142,8 +143,8 @@ def optimizer_spec(config: Any) -> Dict[str, Any]:
     rmsprop = _get(config, "rmsprop", False)
     if rmsprop:
         spec = {"class": "rmsprop", "momentum": momentum or 0.0}
-        if isinstance(rmsprop, float):
-            spec["decay"] = rmsprop
+        if is_number(rmsprop) and not is_int(rmsprop):  # the decay (True: RMSprop with its default decay)
+            spec["decay"] = float(rmsprop)
         return spec
     if momentum:
         return {"class": "momentum", "momentum": momentum}
