@@ -112,6 +112,8 @@ class LinearLayer(LayerBase):
         activation = self.opts["activation"]
         if activation == "softmax":
             inputs.record_logits(y)
+            if inputs.logits_suffice and self.output_batch_norm() is None:
+                return y  # only its loss reads it, from the logits: no probabilities (an eager step's saving)
         y = activate(y, activation)
         return y if self.output_batch_norm() is None else self.output_batch_norm().apply(inputs, y)
 

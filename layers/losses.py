@@ -178,6 +178,7 @@ class CrossEntropyLoss(FramewiseLoss):
 
     loss_class = "ce"
     error_name = "fer"
+    reads_output = False  # with recorded logits, frame_input takes those (output_logits)
     options = {**COMMON_LOSS_OPTIONS,
                "label_smoothing": Option(0.0, NUMBER), "focal_loss_factor": Option(0.0, NUMBER),
                "use_fused": Option(True, (bool,)), "label_smoothing_gaussian": Option(False, (bool,)),

@@ -25,6 +25,10 @@ class LossBase:
     need_target: ClassVar[bool] = True
     error_name: ClassVar[Optional[str]] = None
     """What `compute`'s error sum counts, for reports ("fer": frame errors, "ler": label errors); None: no error."""
+    reads_output: ClassVar[bool] = True
+    """False: where the layer recorded logits (a softmax: `ctx.logits_of`), `compute` reads those, never the
+    values of its output; an eager step then skips the probabilities if nothing else reads them
+    (`EmitContext.logits_suffice`)."""
     options: ClassVar[Dict[str, Option]] = {}
 
     def __init__(self, layer, target_layer, opts: Dict[str, Any]):

@@ -2,6 +2,8 @@
 the other outputs are dropped after their last reader, and the losses and gradients are those of a pass that
 keeps everything."""
 
+import sys
+
 import numpy as np
 import pytest
 
@@ -82,3 +84,51 @@ def test_a_dropped_output_asked_for_again_is_emitted_again():
     again = ctx.value(layer)
     ref = model.forward(inputs, lengths, training=False).value(layer)
     torch.testing.assert_close(again.raw, ref.raw)
+
+
+def counted_softmax(monkeypatch):
+    """Counts the backend's probability softmaxes (not log-softmax) from now on."""
+    from netcompiler.backends.torch.core import CoreOps
+
+    calls = []
+    original = CoreOps.softmax_raw.__func__
+    monkeypatch.setattr(CoreOps, "softmax_raw", classmethod(
+        lambda cls, raw, axis, log: (calls.append(log) if not log else None) or original(cls, raw, axis, log)))
+    return calls
+
+
+def step_and_grads(model, training=False):
+    inputs, lengths = batch()
+    for p in model.trainable_params:
+        p.grad = None
+    _, objective = model.step_losses(inputs, lengths, training=training)
+    objective.backward()
+    return float(objective.detach()), [None if p.grad is None else p.grad.clone() for p in model.trainable_params]
+
+
+def test_a_softmax_read_only_by_its_ce_loss_computes_no_probabilities_in_a_step(monkeypatch):
+    model = make_model()
+    assert {layer.name for layer in model._unread_probabilities()} == {"output", "aux"}
+    full, full_grads, _ = objective_and_grads(model, None)  # every output computed, probabilities too
+    calls = counted_softmax(monkeypatch)
+    lean, lean_grads = step_and_grads(model)
+    assert calls == [] and lean == pytest.approx(full, rel=1e-6)
+    for g, h in zip(full_grads, lean_grads):
+        torch.testing.assert_close(g, h, rtol=1e-5, atol=1e-6)
+    inputs, lengths = batch()
+    probs = model.forward(inputs, lengths, training=False).value(model.network.layers["output"])  # not a step
+    assert len(calls) == 2 and torch.allclose(probs.raw.sum(-1), torch.ones(()))  # output and aux: a forward
+
+
+def test_probabilities_another_layer_or_loss_reads_are_computed(monkeypatch):
+    network = dict(NETWORK, probs={"class": "copy", "from": "aux", "is_output_layer": True},
+                   dist={"class": "softmax", "n_out": 4, "from": "c", "loss": "mse", "target": "classes"})
+    monkeypatch.setattr(sys.modules[__name__], "NETWORK", network)
+    model = make_model()
+    assert {layer.name for layer in model._unread_probabilities()} == {"output"}  # aux read by probs; mse
+    full, full_grads, _ = objective_and_grads(model, None)
+    calls = counted_softmax(monkeypatch)
+    lean, lean_grads = step_and_grads(model)
+    assert len(calls) == 2 and lean == pytest.approx(full, rel=1e-6)  # aux and dist
+    for g, h in zip(full_grads, lean_grads):
+        torch.testing.assert_close(g, h, rtol=1e-5, atol=1e-6)

@@ -77,6 +77,9 @@ class EmitContext:
         self.search_results: Dict[str, Dict[str, Any]] = {} if parent is None else parent.search_results
         """Loop name -> its beam after search (values [time, batch x beam] best first, lengths, scores)."""
         self._logits: Dict[int, Tensor] = {}
+        self.logits_suffice: frozenset = frozenset()
+        """Ids of softmax layers whose probabilities nothing in this pass reads (only their loss, from the logits):
+        such a layer's value is its logits, under its output's template (set for eager train/eval steps)."""
         self._presets: Dict[int, Callable[[], Tensor]] = {}
         if loop_state is None:
             self._contexts: Dict[int, EmitContext] = {} if parent is None else parent._contexts
@@ -280,6 +283,12 @@ class LayerInputs:
 
     def record_logits(self, logits: Tensor) -> None:
         self.ctx.record_logits(self.layer, logits)
+
+    @property
+    def logits_suffice(self) -> bool:
+        """Whether this (softmax) layer may give its logits as its value: nothing in the pass reads the
+        probabilities (`EmitContext.logits_suffice`)."""
+        return id(self.layer) in self.ctx.logits_suffice
 
     def nested(self, network, extern: Dict[str, Tensor]) -> EmitContext:
         return self.ctx.nested(network, extern)

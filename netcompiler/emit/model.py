@@ -98,16 +98,18 @@ class CompiledNetwork(StepModel):
 
     # --- the forward pass ---------------------------------------------------------------------
     def forward(self, inputs: Dict[str, Any], lengths: Dict[str, Any], training: bool,
-                emit_all: bool = True, keep_only=None) -> EmitContext:
+                emit_all: bool = True, keep_only=None, logits_suffice=()) -> EmitContext:
         """Emits every built layer for these inputs (raw tensors or arrays, laid out as extern_data says);
         the returned context holds every layer's output as a Tensor (with `keep_only`, those layers' only:
-        `EmitContext.emit_all`). With `emit_all` False, layers are emitted when asked for (`ctx.value`), so
+        `EmitContext.emit_all`; the softmax layers in `logits_suffice` hold their logits:
+        `EmitContext.logits_suffice`). With `emit_all` False, layers are emitted when asked for (`ctx.value`), so
         that inputs a caller does not need may be left out."""
         run = rf.RunContext(self.backend, training=training)
         run.global_train_step = self.global_train_step
         with run:
             extern = self._extern_tensors(run, inputs, lengths)
             ctx = EmitContext(self.network, run, self.param_tensors, extern)
+            ctx.logits_suffice = frozenset(id(layer) for layer in logits_suffice)
             if emit_all:
                 ctx.emit_all(keep_only)
         return ctx
@@ -163,8 +165,9 @@ class CompiledNetwork(StepModel):
     # --- the step-model protocol (see `StepModel`) ----------------------------------------------
     def step_losses(self, inputs: Dict[str, Any], lengths: Dict[str, Any], training: bool):
         """(losses of the batch, the objective): the forward pass, every loss layer's loss, their combination."""
-        eager = self.backend.name == "torch"  # on TF this runs once, traced: nothing to free
-        ctx = self.forward(inputs, lengths, training=training, keep_only=self._loss_readers() if eager else None)
+        eager = self.backend.name == "torch"  # on TF this runs once, traced: nothing to free, unread ops pruned
+        ctx = self.forward(inputs, lengths, training=training, keep_only=self._loss_readers() if eager else None,
+                           logits_suffice=self._unread_probabilities() if eager else ())
         losses = self.losses(ctx)
         objective = self.objective(losses, ctx)
         ctx.release()  # the outputs are freed now, not when the cycle collector next runs
@@ -185,6 +188,21 @@ class CompiledNetwork(StepModel):
                 items = value if isinstance(value, (list, tuple)) else [value]
                 found += [item for item in items if isinstance(item, LayerBase)]
         return [layer for layer in found if layer is not None]
+
+    def _unread_probabilities(self) -> List[Any]:
+        """The loss layers of a flat network whose loss reads recorded logits, not the output (`reads_output`
+        False: ce), and whose output no other layer or loss reads: a softmax among them need not compute its
+        probabilities in a step that only makes the losses."""
+        from ..layer_base import LayerBase
+
+        if sum(1 for _ in self.network.all_layers()) != len(self.network.layers):
+            return []  # nested networks read outer layers when they run
+        read = {id(dep) for layer in self.network.layers.values() for dep in layer.dependencies()}
+        for layer in self.loss_layers():
+            for value in vars(layer.loss).values():
+                items = value if isinstance(value, (list, tuple)) else [value]
+                read.update(id(item) for item in items if isinstance(item, LayerBase) and item is not layer)
+        return [layer for layer in self.loss_layers() if not layer.loss.reads_output and id(layer) not in read]
 
     def loss_names(self) -> Tuple[Dict[str, str], Dict[str, Optional[str]]]:
         """Per loss layer: the loss's label (`ce`) and its error's label (`fer`, or None)."""
