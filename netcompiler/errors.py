@@ -9,6 +9,7 @@ bug in netcompiler.
 from __future__ import annotations
 
 import difflib
+import errno
 from dataclasses import dataclass
 from typing import Iterable, Optional
 
@@ -165,6 +166,11 @@ class DataContentError(DataFileError):
 
 class CheckpointError(NetcompilerError):
     """A checkpoint cannot be found or read."""
+
+
+# what an OSError's errno says about the model folder (ModelFolderError's reasons), one set for every writer
+DISK_FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
+NOT_WRITABLE_ERRNOS = frozenset({errno.EACCES, errno.EPERM, errno.EROFS})
 
 
 class ModelFolderError(NetcompilerError):

@@ -8,19 +8,16 @@ restoring; a PyTorch run therefore never loads TensorFlow for its checkpoints.
 
 from __future__ import annotations
 
-import errno
 import os
 import sys
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
-from ..errors import CheckpointError
+from ..errors import DISK_FULL_ERRNOS, NOT_WRITABLE_ERRNOS, CheckpointError
 from .checkpoint_files import (
     _first_line, _split, checkpoint_path, complete_checkpoints, latest_complete, remove_incomplete, with_previous_hint,
 )
 
-_DISK_FULL_ERRNOS = {errno.ENOSPC, errno.EDQUOT}
 _DISK_FULL_TEXTS = ("No space left on device", "Disk quota exceeded")
-_NOT_WRITABLE_ERRNOS = (errno.EACCES, errno.EPERM, errno.EROFS)
 
 
 def _tf_op_error_types() -> Tuple[type, ...]:
@@ -35,7 +32,7 @@ def _tf_op_error_types() -> Tuple[type, ...]:
 
 def is_disk_full(exc: BaseException) -> bool:
     """True for an OSError ENOSPC/EDQUOT or TensorFlow's error for the same (ResourceExhaustedError, ...)."""
-    if isinstance(exc, OSError) and exc.errno in _DISK_FULL_ERRNOS:
+    if isinstance(exc, OSError) and exc.errno in DISK_FULL_ERRNOS:
         return True
     tf_errors = _tf_op_error_types()
     text = getattr(exc, "message", None) or str(exc)
@@ -90,7 +87,7 @@ class CheckpointManagerBase:
             return CheckpointError(
                 f"the disk is full: checkpoint '{final}' could not be written in '{self.directory}' "
                 f"({_first_line(exc)}); nothing of it was kept; {last} once there is space")
-        if isinstance(exc, OSError) and exc.errno in _NOT_WRITABLE_ERRNOS:
+        if isinstance(exc, OSError) and exc.errno in NOT_WRITABLE_ERRNOS:
             return CheckpointError(
                 f"checkpoint '{final}' cannot be written: '{exc.filename or self.directory}': "
                 f"{exc.strerror}; {last} once the folder is writable")

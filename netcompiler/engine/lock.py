@@ -23,10 +23,9 @@ import socket
 import time
 from typing import Any, Dict, Optional
 
-from ..errors import ModelFolderError
+from ..errors import DISK_FULL_ERRNOS, NOT_WRITABLE_ERRNOS, ModelFolderError
 
 LOCK_SUFFIX = ".lock"
-_NOT_WRITABLE = (errno.EACCES, errno.EPERM, errno.EROFS)
 
 
 def _describe(holder: Dict[str, Any]) -> str:
@@ -84,11 +83,11 @@ class ModelLock:
             os.makedirs(self.directory, exist_ok=True)
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as exc:
-            if exc.errno in _NOT_WRITABLE:
+            if exc.errno in NOT_WRITABLE_ERRNOS:
                 raise ModelFolderError(f"the model folder '{self.directory}' is not writable "
                                        f"({exc.strerror}: '{exc.filename}')", path=self.directory,
                                        reason="not writable") from None
-            if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            if exc.errno in DISK_FULL_ERRNOS:
                 raise ModelFolderError(f"the disk is full: cannot create the lock file '{self.path}'",
                                        path=self.path, reason="disk full") from None
             raise
@@ -113,7 +112,7 @@ class ModelLock:
             os.fsync(fd)
         except BaseException as exc:
             os.close(fd)
-            if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            if isinstance(exc, OSError) and exc.errno in DISK_FULL_ERRNOS:
                 raise ModelFolderError(f"the disk is full: cannot write the lock file '{self.path}'",
                                        path=self.path, reason="disk full") from None
             raise

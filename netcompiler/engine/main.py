@@ -4,7 +4,6 @@ into the user's errors."""
 
 from __future__ import annotations
 
-import errno
 import re
 import sys
 from typing import Optional, Sequence
@@ -12,7 +11,7 @@ from typing import Optional, Sequence
 from ..builtin import load_builtin_layers
 from ..config import Config, load_config
 from ..dump import format_text
-from ..errors import ConfigError, InvalidOptionError, ModelFolderError
+from ..errors import NOT_WRITABLE_ERRNOS, ConfigError, InvalidOptionError, ModelFolderError
 from ..network import build_network
 from .epoch_networks import task_network_config
 from .frontend_model import is_frontend_config
@@ -103,9 +102,6 @@ def _build_search_output(network, name) -> None:
         network.build([name])
 
 
-_NOT_WRITABLE = (errno.EACCES, errno.EPERM, errno.EROFS)
-
-
 def _storage_problem(exc: BaseException, model_prefix: str) -> Optional[ModelFolderError]:
     """A full disk or an unwritable file met outside the checkpoint writer (history, TensorBoard, forward
     output), as the user's error naming the path and the last complete checkpoint; None for anything else."""
@@ -113,7 +109,7 @@ def _storage_problem(exc: BaseException, model_prefix: str) -> Optional[ModelFol
     from .checkpoints import is_disk_full, latest_complete
 
     full = is_disk_full(exc)
-    if not full and not (isinstance(exc, OSError) and exc.errno in _NOT_WRITABLE):
+    if not full and not (isinstance(exc, OSError) and exc.errno in NOT_WRITABLE_ERRNOS):
         return None
     where = getattr(exc, "filename", None)
     what = f"'{where}'" if where else f"a file ({_first_line(exc)})"
