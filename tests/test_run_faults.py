@@ -2,6 +2,7 @@
 the dumps, leftovers of an interrupted save, the model lock, a full disk, a damaged newest checkpoint, a
 forward run without a dataset. (Fault injection in subprocesses is in test_faults.py, slow-marked.)"""
 
+import errno
 import json
 import os
 import textwrap
@@ -184,6 +185,25 @@ def test_full_disk_during_save_keeps_the_previous_checkpoint(tmp_path, monkeypat
     assert f"last complete checkpoint is '{prefix}.001' (intact)" in message, message
     after = {n: hashlib.sha256((tmp_path / n).read_bytes()).hexdigest() for n in os.listdir(tmp_path)}
     assert after == before  # nothing of the failed write is left, nothing before changed
+
+
+
+@pytest.mark.parametrize("backend, newest", [("torch", "model.002.pt"), ("tensorflow", "model.001")])
+def test_full_disk_outside_the_checkpoint_writer_names_the_runs_newest_checkpoint(tmp_path, backend, newest):
+    """A full disk met by the learning-rate history, TensorBoard or forward output names the newest complete
+    checkpoint of the run's backend: on PyTorch its .pt file (not "no complete checkpoint" for want of .index)."""
+    from netcompiler.engine.main import _storage_problem
+
+    for name in ("model.001.index", "model.001.data-00000-of-00001", "model.001.pt", "model.002.pt"):
+        (tmp_path / name).write_bytes(b"")
+    history = str(tmp_path / "model.learning_rates.json")
+    problem = _storage_problem(OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), history), str(tmp_path / "model"),
+                               backend)
+    assert problem.reason == "disk full" and problem.path == history
+    message = str(problem)
+    assert message.startswith(f"the disk is full: cannot write '{history}'; "), message
+    assert f"the last complete checkpoint is '{tmp_path / newest}' (intact)" in message, message
+    assert _storage_problem(ValueError("not about storage"), str(tmp_path / "model"), backend) is None
 
 
 # ------------------------------------------------------------------------------------------ whole runs

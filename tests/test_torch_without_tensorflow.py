@@ -107,6 +107,35 @@ def test_tensorflow_runs_are_unchanged(tmp_path):
     assert {"learning_rate", "train_score_output", "dev_score_output", "dev_error_output"} <= tf_tags
 
 
+# runs compile-net in one process that is expected to fail, then says what it printed and which frameworks it loaded
+FAILING_SCRIPT = """
+import contextlib, io, json, sys
+from netcompiler.cli import compile_net_main
+err = io.StringIO()
+with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+    status = compile_net_main(sys.argv[1:])
+print(json.dumps({"status": status, "stderr": err.getvalue(), "tensorflow": "tensorflow" in sys.modules,
+                  "torch": "torch" in sys.modules}))
+"""
+
+
+def test_torch_run_that_fails_reports_without_loading_tensorflow(tmp_path):
+    """A PyTorch run that stops with a user's error (here: the loss becomes infinite at a rate of 1e38) gives
+    its message, and classifying the error on the way (is it a full disk?) loads no TensorFlow either."""
+    config = tmp_path / "config.py"
+    config.write_text(CONFIG + "backend = 'torch'\n")
+    prefix = str(tmp_path / "out" / "model")
+    overrides = ["++model", prefix, "++num_epochs", "1", "++learning_rate", "1e38", "++optimizer", '{"class": "sgd"}']
+    proc = subprocess.run([sys.executable, "-c", FAILING_SCRIPT, str(config), *overrides], capture_output=True,
+                          text=True, timeout=600, cwd=str(tmp_path))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    lines = [line for line in result["stderr"].splitlines() if line.startswith("error: ")]
+    assert result["status"] == 2 and len(lines) == 1, result["stderr"]
+    assert "loss became" in lines[0] and "Traceback" not in result["stderr"], result["stderr"]
+    assert result["torch"] and not result["tensorflow"], "a failing PyTorch run imported TensorFlow"
+
+
 def test_event_file_scalars_read_back_with_tensorflow(tmp_path):
     writer = EventFileScalarWriter(str(tmp_path / "tb"))
     values = {1: {"dev_score": 0.25, "learning_rate": 1e-3}, 2: {"dev_score": np.float64(0.125),

@@ -39,6 +39,25 @@ def is_disk_full(exc: BaseException) -> bool:
     return bool(tf_errors) and isinstance(exc, tf_errors[0]) and any(t in text for t in _DISK_FULL_TEXTS)
 
 
+def storage_failure(exc: BaseException) -> Optional[str]:
+    """What a failed write says about the storage, as ModelFolderError's reasons: "disk full" (`is_disk_full`),
+    "not writable" (an OSError EACCES/EPERM/EROFS), or None for anything else."""
+    if is_disk_full(exc):
+        return "disk full"
+    if isinstance(exc, OSError) and exc.errno in NOT_WRITABLE_ERRNOS:
+        return "not writable"
+    return None
+
+
+def last_complete_text(latest: Optional[Tuple[int, str]], resume_once: str = "") -> str:
+    """The part of a failed write's message about the newest complete checkpoint `latest` (epoch, path): it is
+    intact; with `resume_once` ("once there is space"), how training goes on from it."""
+    if latest is None:
+        return "there is no complete checkpoint yet"
+    text = f"the last complete checkpoint is '{latest[1]}' (intact)"
+    return f"{text}: run again to resume after epoch {latest[0]} {resume_once}" if resume_once else text
+
+
 class CheckpointManagerBase:
     """One model prefix's checkpoints: paths, the complete ones, the newest; `save` and `restore` are the
     backend's (subclasses). Leftovers of an interrupted write are removed on creation unless ``clean=False``."""
@@ -78,25 +97,22 @@ class CheckpointManagerBase:
         if os.path.exists(final + complete_marker):
             return None  # the checkpoint is complete after all (only the final fsync failed)
         latest = self.latest_complete()
-        if latest is None:
-            last = "there is no complete checkpoint yet"
-        else:
-            last = (f"the last complete checkpoint is '{latest[1]}' (intact): run again to resume after "
-                    f"epoch {latest[0]}")
-        if is_disk_full(exc):
+        failure = storage_failure(exc)
+        if failure == "disk full":
             return CheckpointError(
                 f"the disk is full: checkpoint '{final}' could not be written in '{self.directory}' "
-                f"({_first_line(exc)}); nothing of it was kept; {last} once there is space")
-        if isinstance(exc, OSError) and exc.errno in NOT_WRITABLE_ERRNOS:
+                f"({_first_line(exc)}); nothing of it was kept; {last_complete_text(latest, 'once there is space')}")
+        writable_again = last_complete_text(latest, "once the folder is writable")
+        if failure == "not writable":
             return CheckpointError(
                 f"checkpoint '{final}' cannot be written: '{exc.filename or self.directory}': "
-                f"{exc.strerror}; {last} once the folder is writable")
+                f"{exc.strerror}; {writable_again}")
         tf_errors = _tf_op_error_types()
         if tf_errors and (isinstance(exc, tf_errors[1:]) or (
                 isinstance(exc, tf_errors[0]) and "Read-only file system" in str(exc))):
             return CheckpointError(
                 f"checkpoint '{final}' cannot be written in '{self.directory}' ({_first_line(exc)}); "
-                f"{last} once the folder is writable")
+                f"{writable_again}")
         return None
 
     def _rename_into_place(self, source: str, target: str) -> None:

@@ -11,7 +11,7 @@ from typing import Optional, Sequence
 from ..builtin import load_builtin_layers
 from ..config import Config, load_config
 from ..dump import format_text
-from ..errors import NOT_WRITABLE_ERRNOS, ConfigError, InvalidOptionError, ModelFolderError
+from ..errors import ConfigError, InvalidOptionError, ModelFolderError
 from ..network import build_network
 from .epoch_networks import task_network_config
 from .frontend_model import is_frontend_config
@@ -73,7 +73,7 @@ def _run_task(config: Config, task: Optional[str], log) -> int:
         else:
             session.forward()
     except Exception as exc:
-        problem = _storage_problem(exc, session.model_prefix)
+        problem = _storage_problem(exc, session.model_prefix, session.backend)
         if problem is None:
             raise
         raise problem from None
@@ -102,24 +102,34 @@ def _build_search_output(network, name) -> None:
         network.build([name])
 
 
-def _storage_problem(exc: BaseException, model_prefix: str) -> Optional[ModelFolderError]:
+def _storage_problem(exc: BaseException, model_prefix: str, backend: str) -> Optional[ModelFolderError]:
     """A full disk or an unwritable file met outside the checkpoint writer (history, TensorBoard, forward
-    output), as the user's error naming the path and the last complete checkpoint; None for anything else."""
+    output), as the user's error naming the path and the newest complete checkpoint of `backend`; None for
+    anything else. Loads no framework: every error of a run passes here, also a PyTorch run's."""
     from .checkpoint_files import _first_line
-    from .checkpoints import is_disk_full, latest_complete
+    from .checkpoint_manager_base import last_complete_text, storage_failure
 
-    full = is_disk_full(exc)
-    if not full and not (isinstance(exc, OSError) and exc.errno in NOT_WRITABLE_ERRNOS):
+    failure = storage_failure(exc)
+    if failure is None:
         return None
     where = getattr(exc, "filename", None)
     what = f"'{where}'" if where else f"a file ({_first_line(exc)})"
     try:
-        latest = latest_complete(model_prefix)
+        last = last_complete_text(_latest_complete(model_prefix, backend))
     except Exception:  # the folder itself may be unreadable
-        latest = None
-    last = (f"the last complete checkpoint is '{latest[1]}' (intact)" if latest
-            else "there is no complete checkpoint")
-    if full:
+        last = "no complete checkpoint was found"
+    if failure == "disk full":
         return ModelFolderError(f"the disk is full: cannot write {what}; {last}; free some space and run again",
-                                path=where, reason="disk full")
-    return ModelFolderError(f"cannot write {what}: {exc.strerror}; {last}", path=where, reason="not writable")
+                                path=where, reason=failure)
+    return ModelFolderError(f"cannot write {what}: {exc.strerror}; {last}", path=where, reason=failure)
+
+
+def _latest_complete(model_prefix: str, backend: str):
+    """(epoch, path) of the newest complete checkpoint of `backend` as its checkpoint manager names it
+    (``out/model.003``, ``out/model.003.pt``), or None; found by file name."""
+    from .checkpoint_files import INDEX_SUFFIX, complete_checkpoints
+    from .checkpoint_interchange import TORCH_SUFFIX
+
+    suffix = TORCH_SUFFIX if backend == "torch" else ""
+    found = complete_checkpoints(model_prefix, suffix or INDEX_SUFFIX)
+    return (found[-1][0], found[-1][1] + suffix) if found else None
