@@ -188,6 +188,40 @@ def test_full_disk_during_save_keeps_the_previous_checkpoint(tmp_path, monkeypat
 
 
 
+
+@pytest.mark.parametrize("size", [10, 1_000_000])  # fails when the file is closed / inside torch.save's writes
+def test_full_disk_during_torch_save_keeps_the_previous_checkpoint(tmp_path, monkeypatch, size):
+    """torch.save turns a failed write into a RuntimeError without errno ("basic_ios::clear: iostream error",
+    "[enforce fail at inline_container.cc] unexpected pos ..."): the full disk must still be reported as on
+    TensorFlow. The temporary file torch.save writes is made a link to /dev/full, whose every write fails with
+    ENOSPC as on a full disk."""
+    import hashlib
+    import uuid
+
+    torch = pytest.importorskip("torch")
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full here")
+    from netcompiler.engine import torch_checkpoints
+    from netcompiler.errors import CheckpointError
+
+    prefix = str(tmp_path / "model")
+    manager = torch_checkpoints.TorchCheckpointManager(prefix)
+    params = {"w": torch.ones(size)}
+    manager.save(1, {"model": params})
+    before = {n: hashlib.sha256((tmp_path / n).read_bytes()).hexdigest() for n in os.listdir(tmp_path)}
+    monkeypatch.setattr(torch_checkpoints.uuid, "uuid4", lambda: uuid.UUID(int=0))
+    os.symlink("/dev/full", tmp_path / "model.tmp-002-00000000.pt")
+    with pytest.raises(CheckpointError) as info:
+        manager.save(2, {"model": params})
+    message = str(info.value)
+    assert message.startswith(f"the disk is full: checkpoint '{prefix}.002.pt' could not be written in "
+                              f"'{tmp_path}' ([Errno 28] No space left on device); nothing of it was kept; "), message
+    assert f"the last complete checkpoint is '{prefix}.001.pt' (intact): run again to resume after epoch 1" in message
+    after = {n: hashlib.sha256((tmp_path / n).read_bytes()).hexdigest() for n in os.listdir(tmp_path)}
+    assert after == before  # nothing of the failed write is left (the link neither), nothing before changed
+    assert torch_checkpoints.TorchCheckpointManager(prefix).latest_complete() == (1, f"{prefix}.001.pt")
+
+
 @pytest.mark.parametrize("backend, newest", [("torch", "model.002.pt"), ("tensorflow", "model.001")])
 def test_full_disk_outside_the_checkpoint_writer_names_the_runs_newest_checkpoint(tmp_path, backend, newest):
     """A full disk met by the learning-rate history, TensorBoard or forward output names the newest complete

@@ -14,6 +14,8 @@ names those that differ. A damaged file is reported by name, with the previous i
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import re
@@ -75,6 +77,37 @@ def _describe_shapes(saved: Mapping[str, Any], live: Mapping[str, Any]) -> List[
     return parts
 
 
+class _KeepsWriteErrors(io.BufferedWriter):
+    """The file `torch.save` writes to, keeping the first OSError of its writes: torch reports a failed write as a
+    RuntimeError without errno (torch 2.13 on a full disk: "[enforce fail at inline_container.cc:672] .
+    unexpected pos 704 vs 598"), in which a full disk or a read-only folder could not be recognised."""
+
+    error: Optional[OSError] = None
+
+    def write(self, data) -> int:
+        try:
+            return super().write(data)
+        except OSError as exc:
+            self.error = self.error or exc
+            raise
+
+
+def _torch_save(payload: Any, path: str) -> None:
+    """``torch.save(payload, path)``; a failed write raises the OSError the system gave (ENOSPC, EROFS, ...)."""
+    f = _KeepsWriteErrors(open(path, "wb", buffering=0))
+    try:
+        torch.save(payload, f)
+        f.flush()  # what is still buffered: a small payload meets a full disk only here
+    except Exception:
+        error = f.error
+        with contextlib.suppress(OSError):
+            f.close()
+        if error is not None:
+            raise error from None
+        raise
+    f.close()
+
+
 class TorchCheckpointManager(CheckpointManagerBase):
     """The checkpoint manager for PyTorch: ``objects`` maps names to a dict of parameters by checkpoint name (restored
     in place, after checking names and shapes) or to objects with ``state_dict``/``load_state_dict`` (the
@@ -109,7 +142,7 @@ class TorchCheckpointManager(CheckpointManagerBase):
         os.makedirs(self.directory, exist_ok=True)
         tmp = os.path.join(self.directory, f"{self.base}{_TMP_MARK}{epoch:03d}-{uuid.uuid4().hex[:8]}")
         try:
-            torch.save(payload, tmp + TORCH_SUFFIX)
+            _torch_save(payload, tmp + TORCH_SUFFIX)
             with open(tmp + TORCH_SUFFIX + SIDECAR_SUFFIX, "w", encoding="utf-8") as f:
                 f.write(sidecar_text + "\n")
             for suffix in (TORCH_SUFFIX + SIDECAR_SUFFIX, TORCH_SUFFIX):
