@@ -100,12 +100,12 @@ class LinearLayer(LayerBase):
         if in_dim != self.projected_in_dim():
             x = rf.replace_dim(x, in_dim=self.projected_in_dim(), out_dim=in_dim) if x.sparse_dim is None \
                 else x.copy(sparse_dim=in_dim)
+        bias = inputs.param("b") if self.opts["with_bias"] else None
         if x.sparse_dim is not None:
             y = rf.gather(weights, indices=x, axis=in_dim)
+            y = y if bias is None else y + bias
         else:
-            y = rf.matmul(x, weights, reduce=in_dim)
-        if self.opts["with_bias"]:
-            y = y + inputs.param("b")
+            y = rf.matmul(x, weights, reduce=in_dim, bias=bias)
         y = rf.permute(y, self.output.dims).with_data(self.output)
         if self.opts["grad_filter"] is not None:
             y = rf.filtered_gradient(y, self.opts["grad_filter"], per=[d for d in y.dims if d.is_batch])

@@ -174,6 +174,8 @@ CASES = [
     Case(("softmax",), lambda m, x: {"time": rf.softmax(x, axis=T), "feat": rf.softmax(x, axis=F)}),
     Case(("log_softmax",), lambda m, x: rf.log_softmax(x, axis=T)),
     Case(("matmul",), lambda m, x, y: {"time": rf.matmul(x, y, reduce=T), "feat": rf.matmul(x, y, reduce=F)}, XY),
+    # a bias over the weight's own dim: one addmm on torch (matmul_add_raw), matmul + BiasAdd on TF
+    Case(("matmul:bias",), lambda m, x: rf.matmul(x, m.w, reduce=F, bias=m.b), build=lambda: Params(w=[F, H], b=[H])),
     Case(("cumsum",), lambda m, x: {"fwd": rf.cumsum(x, axis=T), "rev": rf.cumsum(x, axis=T, reverse=True)}),
     # --- shape and array ops ----------------------------------------------------------------------------------
     Case(("concat",), lambda m, x, y: rf.concat((x, F), (y, F), out_dim=Dim(8, name="feat2")), XY),

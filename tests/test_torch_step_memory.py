@@ -132,3 +132,21 @@ def test_probabilities_another_layer_or_loss_reads_are_computed(monkeypatch):
     assert len(calls) == 2 and lean == pytest.approx(full, rel=1e-6)  # aux and dist
     for g, h in zip(full_grads, lean_grads):
         torch.testing.assert_close(g, h, rtol=1e-5, atol=1e-6)
+
+
+def test_linear_layers_add_their_bias_in_the_matmul_kernel(monkeypatch):
+    """One addmm per linear layer (no second pass and buffer for the bias), with the composed matmul + add's
+    values and gradients."""
+    from netcompiler.backends.torch.core import CoreOps
+
+    model = make_model()
+    calls = []
+    addmm = torch.addmm
+    monkeypatch.setattr(torch, "addmm", lambda *args: calls.append(1) or addmm(*args))
+    fused, fused_grads, _ = objective_and_grads(model, None)
+    assert len(calls) == 5  # a, b, side, output, aux
+    monkeypatch.setattr(CoreOps, "matmul_add_raw", classmethod(lambda cls, a, b, bias: None))
+    composed, composed_grads, _ = objective_and_grads(model, None)
+    assert len(calls) == 5 and fused == pytest.approx(composed, rel=1e-6)
+    for g, h in zip(composed_grads, fused_grads):
+        torch.testing.assert_close(g, h, rtol=1e-5, atol=1e-6)

@@ -241,6 +241,12 @@ class Backend:
 
     # --- recurrences (time-major; `xw` [T, N, k*n] is x W + b of every frame, in rf.lstm/rf.gru's gate order) --
     @classmethod
+    def matmul_add_raw(cls, a: Any, b: Any, bias: Any) -> Optional[Any]:
+        """`matmul_raw(a, b)` plus `bias` over the result's last axis in one kernel (a, b 2-D), where the backend
+        has one. None (the default): `rf.matmul`'s caller adds the bias itself."""
+        return None
+
+    @classmethod
     def layer_norm_raw(cls, raw: Any, scale: Any, bias: Any, eps: float) -> Optional[Any]:
         """(raw - mean) / sqrt(variance + eps) * scale + bias over the last axis in one kernel, where the backend
         has one (`bias` may be None). None (the default): `rf.fused_layer_norm`'s caller composes it of moments."""

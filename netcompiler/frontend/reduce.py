@@ -6,7 +6,7 @@ gives the same result as each sequence computed alone.
 
 from __future__ import annotations
 
-from typing import Sequence, Union
+from typing import Optional, Sequence, Union
 
 from ..tensor import Data, Dim, Tensor
 from ._dispatch import backend_for
@@ -116,9 +116,12 @@ def reduce_argmax(x: Tensor, *, axis: Dim, use_mask: bool = True) -> Tensor:
     return reduce(x, mode="argmax", axis=axis, use_mask=use_mask)
 
 
-def matmul(a: Tensor, b: Tensor, *, reduce: Union[Dim, Sequence[Dim]], use_mask: bool = True) -> Tensor:  # noqa: A002
+def matmul(a: Tensor, b: Tensor, *, reduce: Union[Dim, Sequence[Dim]], use_mask: bool = True,  # noqa: A002
+           bias: Optional[Tensor] = None) -> Tensor:
     """Sum over `reduce` of a * b. Dims in both (other than `reduce`) are shared (batched); the result has the
-    shared dims, then a's own, then b's own. Padding of a dynamic reduced dim is masked out."""
+    shared dims, then a's own, then b's own. Padding of a dynamic reduced dim is masked out. `bias` (not in
+    RETURNN's rf.matmul) is added to the result, in the matmul's kernel where the backend has one for it
+    (`matmul_add_raw`: torch's addmm) and the bias is over b's one own dim."""
     red = _as_list(reduce)
     backend = backend_for(a, b)
     if use_mask:
@@ -150,14 +153,18 @@ def matmul(a: Tensor, b: Tensor, *, reduce: Union[Dim, Sequence[Dim]], use_mask:
         a2 = backend.reshape_raw(a_raw, _merged_shape(s_shape, a_own, r_shape)) if (na != 1 or nr != 1) else a_raw
         b2 = backend.reshape_raw(b_raw, s_shape + [product_of_sizes(r_shape), product_of_sizes(b_own)]) \
             if (nr != 1 or len(b_only) != 1) else b_raw
-        raw = backend.matmul_raw(a2, b2)
+        fused = backend.matmul_add_raw(a2, b2, bias.raw) \
+            if bias is not None and ns == 0 and bias.dims == tuple(b_only) else None
+        raw = backend.matmul_raw(a2, b2) if fused is None else fused
+        bias = bias if fused is None else None  # added
         if na != 1 or len(b_only) != 1:
             raw = backend.reshape_like_raw(raw, a_raw) if same_shape else \
                 backend.reshape_raw(raw, s_shape + a_own + b_own)
     out_dims = tuple(shared + a_only + b_only)
     roles = {role: next((getattr(t.data, role) for t in (a, b) if getattr(t.data, role) in out_dims), None)
              for role in ("time_dim", "feature_dim")}
-    return Tensor(Data(a.name, out_dims, a.dtype, **roles), raw)
+    out = Tensor(Data(a.name, out_dims, a.dtype, **roles), raw)
+    return out if bias is None else combine(out, "add", bias)
 
 
 def _merged_shape(s_shape, a_own, r_shape):

@@ -374,6 +374,15 @@ class CoreOps:
         return torch.matmul(a, b)
 
     @classmethod
+    def matmul_add_raw(cls, a: Any, b: Any, bias: Any) -> Optional[Any]:
+        # one addmm (what nn.Linear runs): no second pass over the result and no second buffer for the bias add;
+        # not under bfloat16 autocast (its casts of mixed operands are combine_raw's, see _autocast_pair)
+        if a.dim() != 2 or b.dim() != 2 or bias.dim() != 1 or torch.is_autocast_enabled("cpu") or \
+                not a.dtype == b.dtype == bias.dtype:
+            return None
+        return torch.addmm(bias, a, b)
+
+    @classmethod
     def softmax_raw(cls, raw: Any, axis: int, log: bool) -> Any:
         if log:  # log-probabilities feed losses: float32
             return torch.log_softmax(full_precision(raw), dim=axis)
