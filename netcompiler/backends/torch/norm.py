@@ -11,8 +11,10 @@ import torch.nn.functional as F
 
 
 class NormOps:
-    """`layer_norm_raw` (see `Backend.layer_norm_raw`); None under bfloat16 autocast, where the composed form keeps
-    its statistics in float32 and its output in bfloat16, and for dtypes other than float32/float64."""
+    """`layer_norm_raw` (see `Backend.layer_norm_raw`); None under bfloat16 autocast, where the composed form sums
+    in float32 (mean, variance) but takes the deviations from the mean in bfloat16, as its input (the mean is cast
+    down next to it: core._autocast_pair; TF's rewrite keeps that math in float32), and for dtypes other than
+    float32/float64."""
 
     @classmethod
     def layer_norm_raw(cls, raw: Any, scale: Any, bias: Any, eps: float) -> Optional[Any]:
