@@ -72,10 +72,11 @@ def complete_checkpoints(model_prefix: str, marker: str = INDEX_SUFFIX) -> List[
     return sorted(found)
 
 
-def latest_complete(model_prefix: str) -> Optional[Tuple[int, str]]:
-    """(epoch, path) of the newest complete checkpoint, or None."""
-    found = complete_checkpoints(model_prefix)
-    return found[-1] if found else None
+def latest_complete(model_prefix: str, file_suffix: str = "") -> Optional[Tuple[int, str]]:
+    """(epoch, path) of the newest complete checkpoint, or None: TensorFlow's (path a prefix, its ``.index``
+    written last), or with `file_suffix` (PyTorch's ``.pt``) the file of that name, the path then ending in it."""
+    found = complete_checkpoints(model_prefix, file_suffix or INDEX_SUFFIX)
+    return (found[-1][0], found[-1][1] + file_suffix) if found else None
 
 
 def _leftover_patterns(base: str):

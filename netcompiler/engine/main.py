@@ -106,7 +106,8 @@ def _storage_problem(exc: BaseException, model_prefix: str, backend: str) -> Opt
     """A full disk or an unwritable file met outside the checkpoint writer (history, TensorBoard, forward
     output), as the user's error naming the path and the newest complete checkpoint of `backend`; None for
     anything else. Loads no framework: every error of a run passes here, also a PyTorch run's."""
-    from .checkpoint_files import _first_line
+    from .checkpoint_files import _first_line, latest_complete
+    from .checkpoint_interchange import TORCH_SUFFIX
     from .checkpoint_manager_base import last_complete_text, storage_failure
 
     failure = storage_failure(exc)
@@ -115,21 +116,10 @@ def _storage_problem(exc: BaseException, model_prefix: str, backend: str) -> Opt
     where = getattr(exc, "filename", None)
     what = f"'{where}'" if where else f"a file ({_first_line(exc)})"
     try:
-        last = last_complete_text(_latest_complete(model_prefix, backend))
+        last = last_complete_text(latest_complete(model_prefix, TORCH_SUFFIX if backend == "torch" else ""))
     except Exception:  # the folder itself may be unreadable
         last = "no complete checkpoint was found"
     if failure == "disk full":
         return ModelFolderError(f"the disk is full: cannot write {what}; {last}; free some space and run again",
                                 path=where, reason=failure)
     return ModelFolderError(f"cannot write {what}: {exc.strerror}; {last}", path=where, reason=failure)
-
-
-def _latest_complete(model_prefix: str, backend: str):
-    """(epoch, path) of the newest complete checkpoint of `backend` as its checkpoint manager names it
-    (``out/model.003``, ``out/model.003.pt``), or None; found by file name."""
-    from .checkpoint_files import INDEX_SUFFIX, complete_checkpoints
-    from .checkpoint_interchange import TORCH_SUFFIX
-
-    suffix = TORCH_SUFFIX if backend == "torch" else ""
-    found = complete_checkpoints(model_prefix, suffix or INDEX_SUFFIX)
-    return (found[-1][0], found[-1][1] + suffix) if found else None

@@ -28,7 +28,8 @@ import torch
 from ..errors import CheckpointError
 from .checkpoint_files import (
     SIDECAR_FORMAT, SIDECAR_SUFFIX, SIDECAR_VERSION, _TMP_MARK, _first_line, _fsync_dir, _fsync_file, _listdir,
-    _marked, _remove_quietly, complete_checkpoints, read_sidecar, remove_incomplete, with_previous_hint,
+    _marked, _remove_quietly, complete_checkpoints, latest_complete, read_sidecar, remove_incomplete,
+    with_previous_hint,
 )
 from .checkpoint_manager_base import CheckpointManagerBase
 
@@ -124,8 +125,7 @@ class TorchCheckpointManager(CheckpointManagerBase):
         return [(epoch, path + TORCH_SUFFIX) for epoch, path in complete_checkpoints(self.model_prefix, TORCH_SUFFIX)]
 
     def latest_complete(self) -> Optional[Tuple[int, str]]:
-        found = self.complete()
-        return found[-1] if found else None
+        return latest_complete(self.model_prefix, TORCH_SUFFIX)
 
     def save(self, epoch: int, objects: Mapping[str, Any], extra: Optional[Mapping[str, Any]] = None,
              *, overwrite: bool = False) -> str:
