@@ -60,11 +60,17 @@ def _dump_text(args) -> str:
     from .engine.frontend_model import is_frontend_config
     from .network import build_network
 
+    from .errors import ConfigError
+
     config = load_config(args.config, args.overrides)
     formatter = format_json if args.json else format_dot if args.dot else format_text
-    if is_frontend_config(config.values):  # a model as Python code: its parameters and the losses it marks
-        return _dump_frontend(config, formatter)
-    network = build_network(_epoch_config(config, args.epoch))
+    try:
+        if is_frontend_config(config.values):  # a model as Python code: its parameters and the losses it marks
+            return _dump_frontend(config, formatter)
+        network = build_network(_epoch_config(config, args.epoch))
+    except ConfigError as exc:  # about a top-level setting: say where it is set
+        config.locate(exc)
+        raise
     _print_notices(config.notices + network.notices)
     return formatter(network)
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 import builtins
 import os
+import re
 from typing import Any, Dict, Iterable, List, Optional, Sequence
 
 from .config_namespace import ConfigNamespace, set_global_config
@@ -163,6 +164,10 @@ def key_notice(key: str, value: Any) -> Optional[str]:
 _PRIVATE_PREFIXES = ("_",)
 
 
+_SUBJECT_KEY = re.compile(r"^(?:config key|dataset) '(\w+)'")
+"""The top-level setting an error's subject names."""
+
+
 class Config:
     """A loaded config: its settings, where it came from, and notices about it."""
 
@@ -237,6 +242,14 @@ class Config:
             if any(isinstance(t, ast.Name) and t.id == key for t in targets):
                 line = node.lineno
         return SourceLocation(self.path, line) if line else None
+
+    def locate(self, exc: ConfigError) -> ConfigError:
+        """`exc` with the line of the top-level setting its subject names ("config key 'x'", "dataset 'x'") where
+        it has no line yet; returns it (for the entry points' error handlers)."""
+        match = _SUBJECT_KEY.match(exc.subject or "")
+        if match and (exc.location is None or exc.location.line is None):
+            exc.with_context(location=self.key_location(match.group(1)))
+        return exc
 
     def layer_location(self, path: str) -> SourceLocation:
         """Where layer `path` ("enc", "sub/out") is written; the network's line if not known."""

@@ -75,10 +75,11 @@ class ConfigError(NetcompilerError):
         super().__init__(str(self))
 
     def with_context(self, *, layer: Optional[str] = None, location: Optional[SourceLocation] = None):
-        """Fill in the layer and location if they are not known yet; returns self."""
+        """Fill in the layer and location if they are not known yet (the line too where only the file is);
+        returns self."""
         if self.layer is None and self.subject is None and layer is not None:
             self.layer = layer
-        if self.location is None and location is not None:
+        if location is not None and (self.location is None or self.location.line is None):
             self.location = location
         self.args = (str(self),)
         return self

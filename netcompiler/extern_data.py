@@ -171,7 +171,9 @@ def extern_data_from_config(values: Dict[str, Any]) -> Dict[str, Data]:
         outputs = {"classes": [int(outputs), 1]}
     if outputs is not None and not isinstance(outputs, dict):
         raise InvalidOptionError(f"must be a number of classes or a dict key -> dim or [dim, ndim], not "
-                                 f"{type(outputs).__name__}", subject="config key 'num_outputs'")
+                                 f"{type(outputs).__name__}", subject="config key 'num_outputs'",
+                                 option="num_outputs", suggestion="e.g. num_outputs = 10, or "
+                                 "num_outputs = {'data': [9, 2], 'classes': [10, 1]}")
     for key, spec in (outputs or {}).items():
         if isinstance(spec, dict):  # RETURNN takes a dict entry as the data's options, as in extern_data
             entries[key] = dict(spec)
@@ -180,12 +182,12 @@ def extern_data_from_config(values: Dict[str, Any]) -> Dict[str, Data]:
             spec = [int(spec), 1 if key != "data" else 2]
         if not isinstance(spec, (list, tuple)) or len(spec) < 2:
             raise InvalidOptionError(f"num_outputs['{key}'] must be dim, [dim, ndim] or a dict of data options, "
-                                     f"not {spec!r}",
-                                     subject="config key 'num_outputs'")
+                                     f"not {spec!r}", subject="config key 'num_outputs'", option="num_outputs",
+                                     suggestion=f"e.g. num_outputs = {{'{key}': [10, 1]}} (ndim 1: sparse labels)")
         size, ndim = spec[0], spec[1]
         if not is_int(ndim) or ndim < 1:
             raise InvalidOptionError(f"num_outputs['{key}']: ndim must be an int >= 1 (1: sparse labels, 2: dense "
-                                     f"frames), not {ndim!r}", subject="config key 'num_outputs'",
+                                     f"frames), not {ndim!r}", subject="config key 'num_outputs'", option="num_outputs",
                                      suggestion=f"e.g. num_outputs = {{'{key}': [{size!r}, 1]}}")
         entries[key] = {"dim": size, "sparse": True} if ndim == 1 else \
             {"dim": size, "shape": (None,) * (ndim - 1) + (size,)}  # as RETURNN: ndim - 1 dynamic axes, then dim

@@ -148,6 +148,15 @@ def test_misspelled_option(tmp_path, capsys):
                     f"-- did you mean 'n_out'?")
 
 
+def test_a_top_level_setting_found_wrong_while_building_names_its_line(tmp_path, capsys):
+    path = tmp_path / "outputs.py"
+    path.write_text('num_inputs = 3\nnum_outputs = {"classes": "x"}\nnetwork = {"output": {"class": "softmax", '
+                    '"loss": "ce", "from": "data", "target": "classes"}}\n', encoding="utf-8")
+    line = error_line(capsys, str(path))
+    assert line.startswith(f"error: {path}:2: config key 'num_outputs': num_outputs['classes'] must be "), line
+    assert line.endswith("-- e.g. num_outputs = {'classes': [10, 1]} (ndim 1: sparse labels)"), line
+
+
 def test_misspelled_reference(tmp_path, capsys):
     path = write_config(tmp_path, MISSPELLED_REFERENCE)
     line = error_line(capsys, path)

@@ -431,7 +431,11 @@ def line_of(path, needle):
     ("batch_size = 5000", 'batch_size = "5000"', "batch_size = ",
      "config key 'batch_size': must be a positive int"),
     ("num_epochs = 5", "num_epochs = 0", "num_epochs = ", "config key 'num_epochs': must be a positive int"),
-], ids=["layer-option", "dataset-option", "optimizer-option", "batch-size", "num-epochs"])
+    # found while the network is built, which knows only the file: the key's line is filled in
+    ('extern_data = {"data": {"dim": 9}, "classes": {"dim": 2, "sparse": True}}',
+     'num_inputs = 9\nnum_outputs = {"classes": "x"}', "num_outputs = ",
+     "config key 'num_outputs': num_outputs['classes'] must be dim, [dim, ndim] or a dict of data options"),
+], ids=["layer-option", "dataset-option", "optimizer-option", "batch-size", "num-epochs", "num-outputs"])
 def test_config_mistake_is_one_line_with_file_and_line(tmp_path, old, new, located_at, expected):
     source = Path(DEMO).read_text(encoding="utf-8")
     assert old in source

@@ -22,7 +22,8 @@ def _key_error(key: str, message: str, suggestion: Optional[str] = None) -> Inva
 
 def _as_float(key: str, value: Any, *, minimum: Optional[float] = None) -> float:
     if not is_number(value):
-        raise _key_error(key, f"expected a number, got {value!r}", suggestion=f"write {key} = 0.001 or similar")
+        raise _key_error(key, f"expected a number, got {value!r}",
+                         suggestion=f"give {key} a number, or leave it out for its default")
     value = float(value)
     if math.isnan(value) or (minimum is not None and value < minimum):
         bound = f" >= {minimum}" if minimum is not None else " (not NaN)"

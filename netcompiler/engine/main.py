@@ -4,7 +4,6 @@ into the user's errors."""
 
 from __future__ import annotations
 
-import re
 import sys
 from typing import Optional, Sequence
 
@@ -25,13 +24,8 @@ def run_task(config_path: str, overrides: Sequence[str] = (), task: Optional[str
     try:
         return _run_task(config, task, log)
     except ConfigError as exc:  # about a top-level setting: say where it is set
-        match = _SUBJECT_KEY.match(exc.subject or "")
-        if exc.location is None and match:
-            exc.with_context(location=config.key_location(match.group(1)))
+        config.locate(exc)
         raise
-
-
-_SUBJECT_KEY = re.compile(r"^(?:config key|dataset) '(\w+)'")
 
 
 TASKS = ("train", "eval", "forward", "search", "export")
