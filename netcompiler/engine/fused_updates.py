@@ -137,8 +137,14 @@ def apply_gradients(optimizer, grads_and_vars: Sequence[Tuple[Any, Any]], apply_
 
 
 def _apply_fused(optimizer, pairs, fused, dtype, apply_if):
+    idle_values = {}  # one Const per idle value, not one per gradient
+
     def keep(value, idle):
-        return value if apply_if is None else tf.where(apply_if, value, tf.constant(idle, dtype))
+        if apply_if is None:
+            return value
+        if idle not in idle_values:
+            idle_values[idle] = tf.constant(idle, dtype)
+        return tf.where(apply_if, value, idle_values[idle])
 
     kernel = fused(dtype, keep)
     iterations = optimizer.iterations

@@ -7,6 +7,9 @@ from typing import Any, Optional, Sequence
 import numpy as np
 import tensorflow as tf
 
+from .graph_memo import graph_constant, graph_shape, same_shape
+from .tape_gradient import with_tape_gradient
+
 _COMBINE = {
     "add": tf.add, "sub": tf.subtract, "mul": tf.multiply, "truediv": tf.math.truediv,
     "floordiv": tf.math.floordiv, "mod": tf.math.floormod, "pow": tf.pow, "maximum": tf.maximum,
@@ -50,6 +53,22 @@ def _is_bias(bias: Any, x: Any) -> bool:
         and b_shape[0] is not None and b_shape[0] == x_shape[-1]
 
 
+def _shape_target(raw: Any) -> Any:
+    """What reshapes a tensor back to `raw`'s shape: its static shape with -1 for its one unknown size, else its
+    (per graph shared) Shape."""
+    known = raw.shape.as_list() if raw.shape.rank is not None else None
+    if known is not None and known.count(None) <= 1 and 0 not in known:
+        return graph_constant(tuple(-1 if n is None else n for n in known), tf.int32)
+    return graph_shape(raw)
+
+
+def _reshape(raw: Any, shape: Any) -> Any:
+    """tf.reshape with a gradient that reshapes back through `_shape_target`: TF's own traces a Shape or a Const
+    per reshape, two per linear layer of a chain."""
+    return with_tape_gradient("Reshape", lambda x: tf.reshape(x, shape), raw,
+                              lambda dy: tf.reshape(dy, _shape_target(raw)))
+
+
 class CoreOps:
     """Values, elementwise math, layout, reductions and control flow on `tf.Tensor`s."""
 
@@ -83,7 +102,7 @@ class CoreOps:
         known = raw.shape.as_list()
         if all(n is not None for n in known):
             return tuple(known)
-        dynamic = tf.unstack(tf.shape(raw), num=len(known))  # one op for all lengths, none left unused
+        dynamic = tf.unstack(graph_shape(raw), num=len(known))  # one op for all lengths, none left unused
         return tuple(n if n is not None else dynamic[i] for i, n in enumerate(known))
 
     @classmethod
@@ -175,15 +194,15 @@ class CoreOps:
     # --- layout ------------------------------------------------------------------------------------
     @classmethod
     def reshape_raw(cls, raw: Any, shape: Sequence[Any]) -> Any:
-        if not all(isinstance(n, int) for n in shape):
-            shape = tf.stack([tf.cast(n, tf.int32) for n in shape]) if shape else []
-        return tf.reshape(raw, shape)
+        if all(isinstance(n, int) for n in shape):
+            return _reshape(raw, graph_constant(tuple(shape), tf.int32) if shape else [])
+        return _reshape(raw, tf.stack([tf.cast(n, tf.int32) for n in shape]))
 
     @classmethod
     def reshape_like_raw(cls, raw: Any, like: Any) -> Any:
         known = like.shape.as_list()
         # a dynamic shape as one Shape op, from which TF also infers the static shape
-        return tf.reshape(raw, known if None not in known else tf.shape(like))
+        return _reshape(raw, graph_constant(tuple(known), tf.int32) if None not in known else graph_shape(like))
 
     @classmethod
     def transpose_raw(cls, raw: Any, perm: Sequence[int]) -> Any:
@@ -286,24 +305,22 @@ class CoreOps:
     @classmethod
     def dropout_raw(cls, raw: Any, rate: float, noise_shape: Optional[Sequence[Any]]) -> Any:
         # tf.nn.dropout's values (the mask drawn as uniform >= rate; a dropped inf or NaN gives 0) with a gradient
-        # of its own: `where` of the kept mask, 2 ops where SelectV2's broadcasting gradient takes 14 (8 forward
-        # ops either way), and like it only the bool mask is kept for the backward pass, not a float one
+        # of its own: `where` of the kept mask, 2 ops where SelectV2's broadcasting gradient takes 14, and like
+        # it only the bool mask is kept for the backward pass, not a float one
         if not raw.dtype.is_floating:
             raise ValueError(f"dropout of a {raw.dtype.name} tensor: it needs floats (the kept values are scaled)")
         if not 0 <= rate < 1:
             raise ValueError(f"dropout rate {rate}: expected a number in [0, 1)")
         if noise_shape is None:
-            shape = tf.shape(raw)
+            shape = graph_shape(raw)
         else:
             shape = tf.stack([tf.cast(n, tf.int32) for n in noise_shape])
-        keep = tf.random.uniform(shape, dtype=raw.dtype) >= tf.constant(rate, raw.dtype)
-        scale, zero = tf.constant(1.0 / (1.0 - rate), raw.dtype), tf.constant(0, raw.dtype)
-
-        @tf.custom_gradient
-        def dropped(x):
-            return tf.where(keep, x * scale, zero), lambda dy: tf.where(keep, dy * scale, zero)
-
-        return dropped(raw)
+        keep = tf.random.uniform(shape, dtype=raw.dtype) >= graph_constant(rate, raw.dtype)
+        scale, zero = graph_constant(1.0 / (1.0 - rate), raw.dtype), graph_constant(0.0, raw.dtype)
+        dropped = with_tape_gradient("Dropout", lambda x: tf.where(keep, x * scale, zero), raw,
+                                     lambda dy: tf.where(keep, dy * scale, zero))
+        same_shape(dropped, raw)
+        return dropped
 
     @classmethod
     def set_random_seed_raw(cls, seed: int) -> None:
