@@ -119,10 +119,12 @@ class CoreOps:
     @classmethod
     def combine_raw(cls, a: Any, kind: str, b: Any) -> Any:
         if kind == "add":
-            if _is_bias(b, a):
-                return tf.nn.bias_add(a, b)
             if _is_bias(a, b):
-                return tf.nn.bias_add(b, a)
+                a, b = b, a
+            if _is_bias(b, a):
+                added = tf.nn.bias_add(a, b)
+                same_shape(added, a)
+                return added
         return _COMBINE[kind](a, b)
 
     @classmethod
@@ -135,7 +137,9 @@ class CoreOps:
 
     @classmethod
     def activation_raw(cls, raw: Any, func: str) -> Any:
-        return _ACTIVATIONS[func](raw)
+        activated = _ACTIVATIONS[func](raw)
+        same_shape(activated, raw)
+        return activated
 
     @classmethod
     def cast_raw(cls, raw: Any, dtype: str) -> Any:
@@ -202,7 +206,9 @@ class CoreOps:
     def reshape_like_raw(cls, raw: Any, like: Any) -> Any:
         known = like.shape.as_list()
         # a dynamic shape as one Shape op, from which TF also infers the static shape
-        return _reshape(raw, graph_constant(tuple(known), tf.int32) if None not in known else graph_shape(like))
+        reshaped = _reshape(raw, graph_constant(tuple(known), tf.int32) if None not in known else graph_shape(like))
+        same_shape(reshaped, like)
+        return reshaped
 
     @classmethod
     def transpose_raw(cls, raw: Any, perm: Sequence[int]) -> Any:

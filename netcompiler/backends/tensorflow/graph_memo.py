@@ -37,14 +37,16 @@ def graph_shape(raw: Any) -> Any:
     memo = _memo()
     key = ("shape", raw.ref())
     if key not in memo:
-        memo[key] = tf.shape(raw)
+        like = memo.get(("like", raw.ref()))
+        memo[key] = tf.shape(raw) if like is None else graph_shape(like)
     return memo[key]
 
 
 def same_shape(raw: Any, like: Any) -> None:
-    """Notes that `raw` has `like`'s shape (an elementwise op's result), so that `graph_shape(raw)` is like's."""
+    """Notes that `raw` has `like`'s shape (an elementwise op's result): `graph_shape(raw)` is then like's, made
+    when first asked for."""
     if not tf.executing_eagerly():
-        _memo()[("shape", raw.ref())] = graph_shape(like)
+        _memo()[("like", raw.ref())] = like
 
 
 __all__ = ["graph_constant", "graph_shape", "same_shape"]
