@@ -88,6 +88,8 @@ class CompiledNetwork(StepModel):
         """Parameter name -> the backend's variable."""
         self.checkpoint_root = self.backend.parameter_container(self.params)
         """What a checkpoint saves the parameters through (TF: a tf.Module whose `params` are these)."""
+        self._eager_plan = None
+        """(layers the losses read, softmax layers whose logits suffice) of an eager step (`step_losses`)."""
 
     def param(self, layer, name: str):
         return self.params[layer.param_full_name(name)]
@@ -166,8 +168,10 @@ class CompiledNetwork(StepModel):
     def step_losses(self, inputs: Dict[str, Any], lengths: Dict[str, Any], training: bool):
         """(losses of the batch, the objective): the forward pass, every loss layer's loss, their combination."""
         eager = self.backend.name == "torch"  # on TF this runs once, traced: nothing to free, unread ops pruned
-        ctx = self.forward(inputs, lengths, training=training, keep_only=self._loss_readers() if eager else None,
-                           logits_suffice=self._unread_probabilities() if eager else ())
+        if eager and self._eager_plan is None:  # the network does not change: walked once, not every step
+            self._eager_plan = (self._loss_readers(), self._unread_probabilities())
+        keep_only, logits_suffice = self._eager_plan if eager else (None, ())
+        ctx = self.forward(inputs, lengths, training=training, keep_only=keep_only, logits_suffice=logits_suffice)
         losses = self.losses(ctx)
         objective = self.objective(losses, ctx)
         ctx.release()  # the outputs are freed now, not when the cycle collector next runs
