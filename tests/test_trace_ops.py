@@ -158,3 +158,34 @@ def test_graph_constants_and_shapes_are_shared_and_free_of_control_dependencies(
 
     np.testing.assert_array_equal(step(tf.ones([2, 3])).numpy(), np.full([2, 3], 2.5, "float32"))
     assert float(graph_constant(0.5, tf.float32)) == 0.5  # eagerly: a tensor of its own
+
+
+def test_graph_memo_follows_long_chains_and_goes_with_its_graph():
+    """Shapes named along a chain longer than Python's recursion limit resolve to one Shape op; the memo lives on
+    the graph, so a traced function's graph is freed with the function."""
+    import gc
+    import weakref
+
+    from netcompiler.backends.tensorflow.graph_memo import graph_constant, graph_shape, same_shape
+
+    graphs = []
+
+    def trace():
+        @tf.function(input_signature=[tf.TensorSpec([None, 2])], autograph=False)
+        def chain(x):
+            graphs.append(weakref.ref(tf.compat.v1.get_default_graph()))
+            y = x
+            for _ in range(3000):
+                z = y + graph_constant(1.0, tf.float32)
+                same_shape(z, y)
+                y = z
+            shapes = len([op for op in y.graph.get_operations() if op.type == "Shape"])
+            assert graph_shape(y) is graph_shape(x)
+            assert len([op for op in y.graph.get_operations() if op.type == "Shape"]) == shapes + 1
+            return y
+
+        return chain(tf.zeros([3, 2])).numpy()
+
+    np.testing.assert_array_equal(trace(), np.full([3, 2], 3000.0, "float32"))
+    gc.collect()
+    assert graphs and graphs[0]() is None

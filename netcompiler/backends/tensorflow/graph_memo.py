@@ -4,16 +4,18 @@ instantiation and memory (about 0.3 ms and 7 KB per op on the benchmarks' 5000-l
 
 from __future__ import annotations
 
-import weakref
 from typing import Any
 
 import tensorflow as tf
 
-_OF_GRAPH: "weakref.WeakKeyDictionary[Any, dict]" = weakref.WeakKeyDictionary()
-
 
 def _memo() -> dict:
-    return _OF_GRAPH.setdefault(tf.compat.v1.get_default_graph(), {})
+    """The memo of the graph being traced, kept on the graph itself: it goes when the graph goes."""
+    graph = tf.compat.v1.get_default_graph()
+    memo = getattr(graph, "_netcompiler_memo", None)
+    if memo is None:
+        memo = graph._netcompiler_memo = {}
+    return memo
 
 
 def graph_constant(value: Any, dtype: Any) -> Any:
@@ -31,15 +33,24 @@ def graph_constant(value: Any, dtype: Any) -> Any:
 
 
 def graph_shape(raw: Any) -> Any:
-    """``tf.shape(raw)``; while tracing, one Shape op per tensor, shared with the tensors `same_shape` named."""
+    """``tf.shape(raw)``; while tracing, one Shape op per tensor, shared with the tensors `same_shape` named
+    (followed without recursion: a chain of thousands of layers may name one another)."""
     if tf.executing_eagerly():
         return tf.shape(raw)
     memo = _memo()
-    key = ("shape", raw.ref())
-    if key not in memo:
+    chain = []
+    while ("shape", raw.ref()) not in memo:
         like = memo.get(("like", raw.ref()))
-        memo[key] = tf.shape(raw) if like is None else graph_shape(like)
-    return memo[key]
+        if like is None:
+            with tf.compat.v1.get_default_graph().control_dependencies(None):
+                memo[("shape", raw.ref())] = tf.shape(raw)
+            break
+        chain.append(raw)
+        raw = like
+    shape = memo[("shape", raw.ref())]
+    for tensor in chain:
+        memo[("shape", tensor.ref())] = shape
+    return shape
 
 
 def same_shape(raw: Any, like: Any) -> None:
