@@ -175,3 +175,34 @@ def test_event_file_records_are_those_of_tf_summary(tmp_path):
         assert events[0].file_version == "brain.Event:2"
         values[name] = [(e.step, v) for e in events for v in e.summary.value]
     assert len(values["tf"]) == 2 and values["tf"] == values["file"]
+
+
+@pytest.mark.parametrize("failing", [False, True], ids=["done", "stopped-by-an-error"])
+def test_training_closes_its_event_file(tmp_path, monkeypatch, failing):
+    import io
+
+    from netcompiler.engine import epochs
+    from netcompiler.engine.main import run_task
+
+    closed = []
+    real_close = EventFileScalarWriter.close
+    monkeypatch.setattr(EventFileScalarWriter, "close", lambda self: [closed.append(self.path), real_close(self)])
+    if failing:  # the second epoch's evaluation fails
+        real_format = epochs.format_scores
+        calls = []
+
+        def format_scores(*args):
+            calls.append(1)
+            if len(calls) > 2:
+                raise RuntimeError("stop")
+            return real_format(*args)
+        monkeypatch.setattr(epochs, "format_scores", format_scores)
+    config = tmp_path / "config.py"
+    config.write_text(CONFIG + "backend = 'torch'\n")
+    prefix = str(tmp_path / "out" / "model")
+    if failing:
+        with pytest.raises(RuntimeError, match="stop"):
+            run_task(str(config), ["++model", prefix], task="train", log=io.StringIO())
+    else:
+        assert run_task(str(config), ["++model", prefix], task="train", log=io.StringIO()) == 0
+    assert len(closed) == 1 and os.path.exists(closed[0])

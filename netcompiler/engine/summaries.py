@@ -29,6 +29,9 @@ class TFScalarWriter:
             for name, value in values.items():
                 self.tf.summary.scalar(name, value)
 
+    def close(self) -> None:
+        self.writer.close()
+
 
 class EventFileScalarWriter:
     """Scalars written as a TensorBoard event file, without TensorFlow (PyTorch backend). The file is created
@@ -82,6 +85,9 @@ class NoScalarWriter:
     """Writes nothing (a worker other than the chief of distributed training)."""
 
     def write(self, step: int, values: Mapping[str, float]) -> None:
+        return None
+
+    def close(self) -> None:
         return None
 
 

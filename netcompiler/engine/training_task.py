@@ -63,44 +63,45 @@ def train(session) -> None:
     # since, e.g. a lower learning_rate after a non-finite loss) decides them anew.
     learning_rates.forget_after(start_epoch - 1)
     loss_names, error_names = session.model.loss_names()
-    summary = session.scalar_writer(enabled=not follower)  # TensorBoard; on PyTorch without TensorFlow
     last_checkpoint = checkpoints.latest_path()
     if start_epoch > num_epochs:
         print(f"all {num_epochs} epochs are done (checkpoint {last_checkpoint})", file=session.log)
         return
-    for epoch in range(start_epoch, num_epochs + 1):
-        started = time.monotonic()
-        new_params = epochs is not None and epochs.change_for_epoch(session, epoch)  # this epoch's network
-        if last_best is not None and last_best.reload_if_better(session, epoch, learning_rates, checkpoints):
-            new_params = True  # the best epoch's parameters: the optimizer starts afresh, as in RETURNN
-        if new_params:  # a new optimizer for the new parameters; the step count goes on
-            optimizer, set_learning_rate, trainer, step_rates, state = training_parts(session, trainer)
-            loss_names, error_names = session.model.loss_names()
-        if epochs is not None:  # the epoch's batch settings and learning rate ('#config', pretraining)
-            trainer.batching = session.batching(epochs.values)
-            epochs.prepare_learning_rate(learning_rates, epoch)
-        lr = learning_rates.learning_rate_for_epoch(epoch)
-        set_learning_rate(optimizer, lr)
-        if step_rates is not None:  # each step's rate comes from the epoch's
-            trainer.before_train_step = lambda step, e=epoch, rate=lr: step_rates(step, e, rate)
-        with _frozen_heap():
-            train_scores = session.workers.reduce_scores(trainer.train_epoch(train_data, epoch, last_checkpoint))
-        parts = format_scores("train", train_scores, loss_names, error_names)
-        record = _score_record("train", train_scores)
-        for name, data in eval_data.items():
-            scores = trainer.evaluate(data, epoch)
-            parts += format_scores(name, scores, loss_names, error_names)
-            record.update(_score_record(name, scores))
-        learning_rates.record(epoch, record)
-        if epoch % save_interval == 0 or epoch == num_epochs:
-            last_checkpoint = checkpoints.save(epoch, state, {"learning_rate": lr}) or last_checkpoint
-            if cleanup is not None:
-                cleanup.apply(checkpoints, {e: s for e, (_, s) in learning_rates.history().items()}, num_epochs)
-        summary.write(epoch, dict(record, learning_rate=lr))
-        if curve is not None:
-            curve.update(learning_rates.history(), epoch)
-        print(f"epoch {epoch}  " + "  ".join(parts) + f"  lr {lr:g}  {format_duration(time.monotonic() - started)}",
-              file=session.log, flush=True)
+    summary = session.scalar_writer(enabled=not follower)  # TensorBoard; on PyTorch without TensorFlow
+    with contextlib.closing(summary):  # the event file is closed also when training stops with an error
+        for epoch in range(start_epoch, num_epochs + 1):
+            started = time.monotonic()
+            new_params = epochs is not None and epochs.change_for_epoch(session, epoch)  # this epoch's network
+            if last_best is not None and last_best.reload_if_better(session, epoch, learning_rates, checkpoints):
+                new_params = True  # the best epoch's parameters: the optimizer starts afresh, as in RETURNN
+            if new_params:  # a new optimizer for the new parameters; the step count goes on
+                optimizer, set_learning_rate, trainer, step_rates, state = training_parts(session, trainer)
+                loss_names, error_names = session.model.loss_names()
+            if epochs is not None:  # the epoch's batch settings and learning rate ('#config', pretraining)
+                trainer.batching = session.batching(epochs.values)
+                epochs.prepare_learning_rate(learning_rates, epoch)
+            lr = learning_rates.learning_rate_for_epoch(epoch)
+            set_learning_rate(optimizer, lr)
+            if step_rates is not None:  # each step's rate comes from the epoch's
+                trainer.before_train_step = lambda step, e=epoch, rate=lr: step_rates(step, e, rate)
+            with _frozen_heap():
+                train_scores = session.workers.reduce_scores(trainer.train_epoch(train_data, epoch, last_checkpoint))
+            parts = format_scores("train", train_scores, loss_names, error_names)
+            record = _score_record("train", train_scores)
+            for name, data in eval_data.items():
+                scores = trainer.evaluate(data, epoch)
+                parts += format_scores(name, scores, loss_names, error_names)
+                record.update(_score_record(name, scores))
+            learning_rates.record(epoch, record)
+            if epoch % save_interval == 0 or epoch == num_epochs:
+                last_checkpoint = checkpoints.save(epoch, state, {"learning_rate": lr}) or last_checkpoint
+                if cleanup is not None:
+                    cleanup.apply(checkpoints, {e: s for e, (_, s) in learning_rates.history().items()}, num_epochs)
+            summary.write(epoch, dict(record, learning_rate=lr))
+            if curve is not None:
+                curve.update(learning_rates.history(), epoch)
+            print(f"epoch {epoch}  " + "  ".join(parts) + f"  lr {lr:g}  {format_duration(time.monotonic() - started)}",
+                  file=session.log, flush=True)
 
 
 @contextlib.contextmanager
