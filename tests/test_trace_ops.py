@@ -189,3 +189,26 @@ def test_graph_memo_follows_long_chains_and_goes_with_its_graph():
     np.testing.assert_array_equal(trace(), np.full([3, 2], 3000.0, "float32"))
     gc.collect()
     assert graphs and graphs[0]() is None
+
+def test_gradients_recorded_on_the_tape_can_be_differentiated_again():
+    """maximize_grad_norm differentiates a gradient: dropout's and a reshape's backward are ops an outer tape
+    records. d/dx sum(d/dx sum(reshape(dropout(x))^2)) = 2 * scale^2 where kept, 0 where dropped."""
+    backend = get_backend("tensorflow")
+    x = tf.constant(np.random.RandomState(2).uniform(1, 2, (4, 30)).astype("float32"))
+
+    @tf.function(autograph=False)
+    def second_order(x):
+        with tf.GradientTape() as outer:
+            outer.watch(x)
+            with tf.GradientTape() as inner:
+                inner.watch(x)
+                y = backend.reshape_raw(backend.dropout_raw(x, 0.5, None), [-1])
+                objective = tf.reduce_sum(tf.square(y))
+            first = inner.gradient(objective, x)
+            total = tf.reduce_sum(first)
+        return y, outer.gradient(total, x)
+
+    y, second = second_order(x)
+    kept = y.numpy().reshape(4, 30) != 0
+    assert 0 < kept.sum() < kept.size
+    np.testing.assert_allclose(second.numpy(), np.where(kept, 2 * 2.0 ** 2, 0.0), rtol=1e-6)
