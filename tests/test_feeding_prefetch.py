@@ -35,7 +35,15 @@ def _assert_same(got, expected):
                 assert have[key].dtype == want[key].dtype and np.array_equal(have[key], want[key])
 
 
-def test_feed_gives_the_numpy_streams_batches_and_survives_an_early_exit():
+@pytest.fixture(params=[0.0, 60.0], ids=["a-group-per-batch", "one-group"])
+def grouping(request, monkeypatch):
+    """Batches handed over one by one, or all in one group (the producer's GROUP_SECONDS)."""
+    from netcompiler.engine.feeding import _Feed
+
+    monkeypatch.setattr(_Feed, "GROUP_SECONDS", request.param)
+
+
+def test_feed_gives_the_numpy_streams_batches_and_survives_an_early_exit(grouping):
     dataset = _dataset()
     expected = _as_numpy(batch_stream(dataset, SIGNATURE[0], SETTINGS))
     feed = tf_batches(dataset, SIGNATURE, SETTINGS)
@@ -47,7 +55,7 @@ def test_feed_gives_the_numpy_streams_batches_and_survives_an_early_exit():
     assert len(expected) > 5
 
 
-def test_an_error_while_reading_comes_after_the_batches_before_it():
+def test_an_error_while_reading_comes_after_the_batches_before_it(grouping):
     dataset = _dataset()
     expected = _as_numpy(batch_stream(dataset, SIGNATURE[0], SETTINGS))
     original = dataset.get_seq
