@@ -37,6 +37,7 @@ The rules, the same for both backends:
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import sys
@@ -276,6 +277,9 @@ class TorchWorkers(_Workers):
         if not dist.is_initialized():
             dist.init_process_group(backend=backend, init_method="env://", rank=self.rank, world_size=self.size,
                                     timeout=datetime.timedelta(seconds=timeout))
+            # taken down while the interpreter is alive: left to interpreter exit, gloo's threads sometimes end the
+            # finished run with SIGABRT ("terminate called without an active exception"; pytorch issue #190489)
+            atexit.register(_destroy_process_group, dist)
 
     def _sum_floats(self, values, purpose):
         import torch
@@ -307,6 +311,11 @@ class TorchWorkers(_Workers):
         with torch.no_grad():
             for p in params:
                 self.dist.broadcast(p.data, src=0)
+
+
+def _destroy_process_group(dist) -> None:
+    if dist.is_initialized():
+        dist.destroy_process_group()
 
 
 def workers_from_config(values: Mapping[str, Any], backend: str, task: str, environ=None):
