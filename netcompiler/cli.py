@@ -58,9 +58,8 @@ def _dump_text(args) -> str:
     from .config import load_config
     from .dump import format_dot, format_json, format_text
     from .engine.frontend_model import is_frontend_config
-    from .network import build_network
-
     from .errors import ConfigError
+    from .network import build_network
 
     config = load_config(args.config, args.overrides)
     formatter = format_json if args.json else format_dot if args.dot else format_text

@@ -432,6 +432,10 @@ class Network:
                                       option="name_scope", suggestion="give each layer its own 'name_scope'")
                 yield full, layer, spec
 
+    def is_flat(self) -> bool:
+        """Whether no built layer owns a nested network (subnetwork, loop body): `layers` are then all layers."""
+        return sum(1 for _ in self.all_layers()) == len(self.layers)
+
     def all_layers(self) -> Iterator[LayerBase]:
         """Every built layer, nested networks' layers right after their owner's inputs, in build order.
         Iterative (a stack of iterators), so that deep nesting needs no Python recursion."""

@@ -239,7 +239,7 @@ class Backend:
         """N-D pooling of `raw` [N, spatial..., C]; mode "max" or "avg"; padding "valid" or "same"."""
         raise _missing(cls, f"pool_raw {mode}")
 
-    # --- recurrences (time-major; `xw` [T, N, k*n] is x W + b of every frame, in rf.lstm/rf.gru's gate order) --
+    # --- one-kernel forms, optional (None: the frontend op composes the same of the ops above) -------------------
     @classmethod
     def matmul_add_raw(cls, a: Any, b: Any, bias: Any) -> Optional[Any]:
         """`matmul_raw(a, b)` plus `bias` over the result's last axis in one kernel (a, b 2-D), where the backend
@@ -252,6 +252,7 @@ class Backend:
         has one (`bias` may be None). None (the default): `rf.fused_layer_norm`'s caller composes it of moments."""
         return None
 
+    # --- recurrences (time-major; `xw` [T, N, k*n] is x W + b of every frame, in rf.lstm/rf.gru's gate order) --
     @classmethod
     def lstm_sequences_raw(cls, x: Any, ff_weight: Any, bias: Any, rec_weight: Any, state_h: Any, state_c: Any,
                            lengths: Any) -> Optional[Tuple[Any, Any, Any]]:

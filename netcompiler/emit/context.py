@@ -30,9 +30,8 @@ def _release_plan(network, keep_only) -> Dict[int, List[int]]:
     if known is not None and known[0] == keep:
         return known[1]
     last_reader = {}
-    layers = list(network.layers.values())
-    if sum(1 for _ in network.all_layers()) == len(layers):
-        for index, layer in enumerate(layers):
+    if network.is_flat():
+        for index, layer in enumerate(network.layers.values()):
             for dep in layer.dependencies():
                 if id(dep) not in keep and dep.network is network:
                     last_reader[id(dep)] = index

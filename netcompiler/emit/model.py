@@ -66,6 +66,18 @@ def batch_tensors(run: rf.RunContext, extern_data: Dict[str, Data], inputs: Dict
     return extern, unsized
 
 
+
+def _layers_of_loss(layer) -> List[Any]:
+    """The layers `layer`'s loss holds (itself, its target, layers its options name: `signal_layer`, ...)."""
+    from ..layer_base import LayerBase
+
+    found = []
+    for value in vars(layer.loss).values():
+        found += [item for item in (value if isinstance(value, (list, tuple)) else [value])
+                  if isinstance(item, LayerBase)]
+    return found
+
+
 class CompiledNetwork(StepModel):
     """One parameter per layer parameter, named "<layer>/<param>" (e.g. "lstm/W", "output/b"; in a rec unit
     "<rec>/rec/<inner>/<param>", see `LayerBase.param_scope`), on a backend."""
@@ -180,32 +192,22 @@ class CompiledNetwork(StepModel):
     def _loss_readers(self) -> List[Any]:
         """The layers the losses read after the forward pass: loss layers, their targets and sources, layers
         their losses refer to (`signal_layer`, ...), output layers."""
-        from ..layer_base import LayerBase
-
         found = []
         for layer in self.network.layers.values():
             if layer.name == "output" or layer.opts.get("is_output_layer"):
                 found.append(layer)
         for layer in self.loss_layers():
-            found += [layer, layer.target_layer] + list(layer.dependencies())
-            for value in vars(layer.loss).values():
-                items = value if isinstance(value, (list, tuple)) else [value]
-                found += [item for item in items if isinstance(item, LayerBase)]
+            found += [layer, layer.target_layer] + list(layer.dependencies()) + _layers_of_loss(layer)
         return [layer for layer in found if layer is not None]
 
     def _unread_probabilities(self) -> List[Any]:
         """The loss layers of a flat network whose loss reads recorded logits, not the output (`reads_output`
         False: ce), and whose output no other layer or loss reads: a softmax among them need not compute its
         probabilities in a step that only makes the losses."""
-        from ..layer_base import LayerBase
-
-        if sum(1 for _ in self.network.all_layers()) != len(self.network.layers):
+        if not self.network.is_flat():
             return []  # nested networks read outer layers when they run
         read = {id(dep) for layer in self.network.layers.values() for dep in layer.dependencies()}
-        for layer in self.loss_layers():
-            for value in vars(layer.loss).values():
-                items = value if isinstance(value, (list, tuple)) else [value]
-                read.update(id(item) for item in items if isinstance(item, LayerBase) and item is not layer)
+        read.update(id(other) for layer in self.loss_layers() for other in _layers_of_loss(layer) if other is not layer)
         return [layer for layer in self.loss_layers() if not layer.loss.reads_output and id(layer) not in read]
 
     def loss_names(self) -> Tuple[Dict[str, str], Dict[str, Optional[str]]]:

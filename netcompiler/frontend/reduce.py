@@ -153,10 +153,12 @@ def matmul(a: Tensor, b: Tensor, *, reduce: Union[Dim, Sequence[Dim]], use_mask:
         a2 = backend.reshape_raw(a_raw, _merged_shape(s_shape, a_own, r_shape)) if (na != 1 or nr != 1) else a_raw
         b2 = backend.reshape_raw(b_raw, s_shape + [product_of_sizes(r_shape), product_of_sizes(b_own)]) \
             if (nr != 1 or len(b_only) != 1) else b_raw
-        fused = backend.matmul_add_raw(a2, b2, bias.raw) \
+        raw = backend.matmul_add_raw(a2, b2, bias.raw) \
             if bias is not None and ns == 0 and bias.dims == tuple(b_only) else None
-        raw = backend.matmul_raw(a2, b2) if fused is None else fused
-        bias = bias if fused is None else None  # added
+        if raw is None:
+            raw = backend.matmul_raw(a2, b2)
+        else:
+            bias = None  # added in the kernel
         if na != 1 or len(b_only) != 1:
             raw = backend.reshape_like_raw(raw, a_raw) if same_shape else \
                 backend.reshape_raw(raw, s_shape + a_own + b_own)
