@@ -131,6 +131,15 @@ def writes_checkpoints(values: Dict[str, Any]) -> bool:
     return not ("model" in values and values["model"] is None)
 
 
+def shadowed_input_notices(values: Dict[str, Any]) -> List[str]:
+    """`num_inputs`/`num_outputs` set beside `extern_data`, which alone then defines the inputs
+    (`extern_data_from_config`)."""
+    if values.get("extern_data") is None:
+        return []
+    return [f"config key '{key}' has no effect: extern_data defines the network's inputs; ignored"
+            for key in ("num_inputs", "num_outputs") if values.get(key) is not None]
+
+
 def model_notices(values: Dict[str, Any]) -> List[str]:
     if writes_checkpoints(values):
         return []
@@ -182,7 +191,7 @@ class Config:
         network_config_notices = apply_network_config(values)  # the network's '#config' entry
         self.notices: List[str] = network_config_notices + [
             notice for notice in (key_notice(key, values[key]) for key in sorted(values)) if notice is not None
-        ] + model_notices(values) + [
+        ] + shadowed_input_notices(values) + model_notices(values) + [
             f"config key '{key}' is no setting netcompiler knows -- did you mean '{guess}'?"
             for key, guess in _near_misses(values)
         ]

@@ -30,6 +30,16 @@ def test_misspelled_setting_gets_a_notice_and_helpers_do_not(config_path):
     assert not any("helper_table" in n or "'os'" in n for n in notices)
 
 
+def test_num_outputs_beside_extern_data_gets_a_notice(tmp_path):
+    path = tmp_path / "c.py"
+    path.write_text(CONFIG + "num_outputs = 'ten'\nnum_inputs = 3\n")
+    notices = load_config(str(path)).notices
+    for key in ("num_outputs", "num_inputs"):
+        assert any(f"'{key}' has no effect: extern_data defines" in n for n in notices), notices
+    path.write_text(CONFIG.replace('extern_data = {"data": {"dim": 3}}', "num_inputs = 3"))
+    assert not any("extern_data defines" in n for n in load_config(str(path)).notices)
+
+
 def test_overrides_are_literals_else_strings_and_are_located_on_the_command_line(config_path):
     config = load_config(config_path, ["++learning_rate", "0.001", "++learning_rate_control", "newbob"])
     assert config.get("learning_rate") == 0.001
