@@ -32,11 +32,13 @@ def test_misspelled_setting_gets_a_notice_and_helpers_do_not(config_path):
 
 def test_num_outputs_beside_extern_data_gets_a_notice(tmp_path):
     path = tmp_path / "c.py"
-    path.write_text(CONFIG + "num_outputs = 'ten'\nnum_inputs = 3\n")
+    path.write_text(CONFIG + "num_outputs = 'ten'\nnum_inputs = 4\n")
     notices = load_config(str(path)).notices
     for key in ("num_outputs", "num_inputs"):
         assert any(f"'{key}' has no effect: extern_data defines" in n for n in notices), notices
     path.write_text(CONFIG.replace('extern_data = {"data": {"dim": 3}}', "num_inputs = 3"))
+    assert not any("extern_data defines" in n for n in load_config(str(path)).notices)
+    path.write_text(CONFIG + "num_inputs = 3\n")  # the usual helper variable, the same dim as extern_data's
     assert not any("extern_data defines" in n for n in load_config(str(path)).notices)
 
 
