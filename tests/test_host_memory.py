@@ -5,6 +5,7 @@ case runs in a process of its own, since malloc's settings are the process's."""
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 pytest.importorskip("torch", reason="PyTorch is not installed (pip install -e '.[torch]')")
@@ -59,3 +60,13 @@ def page_faults_per_step(case):
 def test_train_steps_fault_no_memory_in_again():
     assert page_faults_per_step("default") > 1000  # glibc's defaults give memory back between the steps
     assert page_faults_per_step("trainer") < 100
+
+
+def test_forward_and_search_keep_freed_memory_too(monkeypatch):
+    from netcompiler.engine import torch_trainer
+
+    calls = []
+    monkeypatch.setattr(torch_trainer, "keep_freed_host_memory", lambda: calls.append(1))
+    run = torch_trainer.inference_fn(lambda inputs, lengths: inputs["data"] * 2)
+    assert calls == [1]
+    assert run({"data": np.ones(3, np.float32)}, {}).tolist() == [2.0, 2.0, 2.0]

@@ -144,6 +144,8 @@ class TorchTrainer(EpochLoop):
 
 def inference_fn(fn: Callable) -> Callable:
     """`fn(inputs, lengths)` on NumPy batches, run on tensors without recording gradients (forward, search)."""
+    keep_freed_host_memory()  # as the trainer: each batch reuses the memory the one before freed
+
     def run(inputs, lengths):
         with torch.no_grad():
             return fn(to_torch(inputs), to_torch(lengths))
