@@ -15,6 +15,7 @@ import tensorflow as tf  # noqa: E402
 from netcompiler.builtin import load_builtin_layers  # noqa: E402
 from netcompiler.config import load_config  # noqa: E402
 from netcompiler.emit.model import CompiledNetwork  # noqa: E402
+from netcompiler.engine.host_memory import keep_freed_host_memory  # noqa: E402
 from netcompiler.engine.optimizers import clip_gradients_fn, gradient_clipping, make_optimizer  # noqa: E402
 from netcompiler.engine.trainer import Trainer  # noqa: E402
 from netcompiler.network import build_network  # noqa: E402
@@ -215,6 +216,7 @@ HAND = {"blstm": {"tf-blocklstm": lambda: HandBLSTM("block"), "tf-scan-lstm": la
 
 # --- the train steps --------------------------------------------------------------------------------------------
 def netcompiler_side(config):
+    keep_freed_host_memory()  # as compile-net's Session sets up its process
     model = CompiledNetwork(build_network(config))
     optimizer = make_optimizer(config.values)  # as compile-net's Session.train
     trainer = Trainer(model, optimizer, None, clip_gradients_fn(config.values),

@@ -1,17 +1,16 @@
-"""The PyTorch trainer keeps freed host memory for the next step (engine/host_memory.py): the train steps of a
-BLSTM after the first few fault no pages in, where with glibc's defaults each faults in tens of MB again. Each
-case runs in a process of its own, since malloc's settings are the process's."""
+"""A compile-net run keeps freed host memory for the next step (engine/host_memory.py, set by `Session`): the
+PyTorch train steps of a BLSTM after the first few fault no pages in, where with glibc's defaults each faults in
+tens of MB again. Each case runs in a process of its own, since malloc's settings are the process's."""
 
 import subprocess
 import sys
 
-import numpy as np
 import pytest
 
 pytest.importorskip("torch", reason="PyTorch is not installed (pip install -e '.[torch]')")
 
 # Prints the median page faults of 5 train steps of a BLSTM (2 x 128 per direction, 500 classes, 16 x 200
-# frames) after 3 warm-up steps; with argument "default" the trainer leaves malloc's settings alone.
+# frames) after 3 warm-up steps; with argument "keep" after `keep_freed_host_memory`, as compile-net runs.
 SCRIPT = '''
 import resource, sys
 import numpy as np
@@ -20,11 +19,12 @@ from netcompiler.builtin import load_builtin_layers
 from netcompiler.config import Config
 from netcompiler.emit.model import CompiledNetwork
 from netcompiler.engine import torch_trainer
+from netcompiler.engine.host_memory import keep_freed_host_memory
 from netcompiler.engine.torch_optimizers import make_torch_optimizer
 from netcompiler.network import build_network
 
-if sys.argv[1] == "default":
-    torch_trainer.keep_freed_host_memory = lambda: False
+if sys.argv[1] == "keep":
+    assert keep_freed_host_memory()
 torch.set_num_threads(1)
 load_builtin_layers()
 net = {}
@@ -59,14 +59,19 @@ def page_faults_per_step(case):
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc settings")
 def test_train_steps_fault_no_memory_in_again():
     assert page_faults_per_step("default") > 1000  # glibc's defaults give memory back between the steps
-    assert page_faults_per_step("trainer") < 100
+    assert page_faults_per_step("keep") < 100
 
 
-def test_forward_and_search_keep_freed_memory_too(monkeypatch):
-    from netcompiler.engine import torch_trainer
+def test_every_compile_net_run_keeps_freed_memory(monkeypatch, tmp_path):
+    from netcompiler.config import load_config
+    from netcompiler.engine import session
+    from netcompiler.network import build_network
 
     calls = []
-    monkeypatch.setattr(torch_trainer, "keep_freed_host_memory", lambda: calls.append(1))
-    run = torch_trainer.inference_fn(lambda inputs, lengths: inputs["data"] * 2)
+    monkeypatch.setattr(session, "keep_freed_host_memory", lambda: calls.append(1))
+    path = tmp_path / "c.py"
+    path.write_text('backend = "torch"\nextern_data = {"data": {"dim": 3}, "classes": {"dim": 4, "sparse": True}}\n'
+                    'network = {"output": {"class": "softmax", "from": "data", "loss": "ce"}}\n')
+    config = load_config(str(path))
+    session.Session(config, build_network(config), log=None, task="forward")
     assert calls == [1]
-    assert run({"data": np.ones(3, np.float32)}, {}).tolist() == [2.0, 2.0, 2.0]

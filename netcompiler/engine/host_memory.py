@@ -1,14 +1,16 @@
-"""Freed host memory kept in the process for the next step: glibc's malloc settings for the PyTorch trainer.
+"""Freed host memory kept in the process for the next step: glibc's malloc settings for a compile-net run
+(`Session` sets them first thing, for every task and backend).
 
-PyTorch takes its CPU tensors from malloc. With glibc's defaults, a block above the mmap threshold (adjusted
-as blocks are freed, at most 32 MB) is mapped for each allocation and unmapped when freed, and free memory at
-the top of the heap beyond the trim threshold goes back to the kernel. A train step that frees its tensors and
-allocates the same sizes again then faults the same pages in again, zeroed by the kernel: aten's LSTM kernel
-alone maps and unmaps two 36 MB buffers per step, and `benchmarks/run.py`'s BLSTM step made 17-33 thousand page
-faults, a quarter of its CPU time. With blocks up to 64 MB taken from the heap and up to 256 MB of free heap kept,
+PyTorch takes its CPU tensors from malloc, and so does NumPy its arrays. With glibc's defaults, a block above the
+mmap threshold (adjusted as blocks are freed, at most 32 MB) is mapped for each allocation and unmapped when
+freed, and free memory at the top of the heap beyond the trim threshold goes back to the kernel. A step that
+frees its tensors and allocates the same sizes again then faults the same pages in again, zeroed by the kernel:
+aten's LSTM kernel alone maps and unmaps two 36 MB buffers per call, and `benchmarks/run.py`'s PyTorch BLSTM
+step made 17-33 thousand page faults, a quarter of its CPU time; the 12AX feed's block generation (arrays of
+1.6 MB) up to ~1800 per epoch. With blocks up to 64 MB taken from the heap and up to 256 MB of free heap kept,
 the steps after the first few fault nothing in. The peak resident set stays the same (the freed memory is what
-the next step needs again); it is only not given back between steps. TensorFlow's own CPU allocator showed no
-such faults, so the TensorFlow trainer leaves malloc alone.
+the next step needs again); it is only not given back between steps. TensorFlow's own step allocations showed
+no such faults.
 
 Not glibc (musl, macOS): nothing is changed.
 """

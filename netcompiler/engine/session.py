@@ -12,6 +12,7 @@ from ..config import Config
 from ..errors import CheckpointError, ConfigError, InvalidOptionError, ModelFolderError
 from ..lazy_tf import tf  # imported at first use: a PyTorch run does not load it (~500 MB)
 from .checkpoint_interchange import TORCH_SUFFIX as _TORCH_SUFFIX  # (imports neither PyTorch nor TensorFlow)
+from .host_memory import keep_freed_host_memory
 
 
 # settings that only the TensorFlow backend reads or that only make sense there
@@ -36,6 +37,7 @@ class Session:
 
     def __init__(self, config: Config, network, log, task: str = "train"):
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+        keep_freed_host_memory()  # each step and batch reuses the memory the one before freed (host_memory.py)
         from ..emit.model import CompiledNetwork
 
         self.config = config

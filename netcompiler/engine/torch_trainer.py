@@ -13,7 +13,6 @@ from ..errors import InvalidOptionError
 from .batching import BatchSettings
 from .epochs import EpochLoop
 from .feeding import extern_frame_shapes, numpy_batches
-from .host_memory import keep_freed_host_memory
 from .precision import StepCompute, torch_step_losses, torch_step_scope
 
 
@@ -26,7 +25,7 @@ class TorchTrainer(EpochLoop):
     """Runs epochs of training on a step model whose backend is PyTorch, with the TensorFlow `Trainer`'s
     semantics: the objective's gradients, processed by `process_gradients` (noise, clipping, NaN filter: see
     `torch_optimizers.process_gradients_fn`), applied by the optimizer; a step whose objective is not finite
-    changes nothing (the epoch loop then stops training); `maximize_grad_norm` as on TensorFlow; freed memory is kept for the next step (`host_memory`). With `accum_grad_steps` N > 1 the gradients of N
+    changes nothing (the epoch loop then stops training); `maximize_grad_norm` as on TensorFlow. With `accum_grad_steps` N > 1 the gradients of N
     batches are summed (PyTorch's ``.grad`` accumulation) and applied together at every N-th batch and at the
     end of an epoch."""
 
@@ -51,7 +50,6 @@ class TorchTrainer(EpochLoop):
         self.step_count = 0
         self._pending = 0  # batches whose gradients are summed in .grad and not applied yet
         self.params = list(model.trainable_params)
-        keep_freed_host_memory()  # the next step reuses this one's freed memory instead of faulting it in again
 
     def batches(self, dataset, settings):
         keys = self.model.input_keys()
@@ -144,8 +142,6 @@ class TorchTrainer(EpochLoop):
 
 def inference_fn(fn: Callable) -> Callable:
     """`fn(inputs, lengths)` on NumPy batches, run on tensors without recording gradients (forward, search)."""
-    keep_freed_host_memory()  # as the trainer: each batch reuses the memory the one before freed
-
     def run(inputs, lengths):
         with torch.no_grad():
             return fn(to_torch(inputs), to_torch(lengths))
