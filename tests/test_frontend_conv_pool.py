@@ -74,7 +74,7 @@ def _per_sequence(result, name, out_dim, want_fn, batch, in_key="x"):
         np.testing.assert_allclose(got[i, :len(want)], want, rtol=1e-5, atol=1e-5, err_msg=f"sequence {i}")
 
 
-CONV_CASES = [("same", 1, 3), ("same", 2, 3), ("valid", 1, 2), ("valid", 2, 3), ("same", 3, 4)]
+CONV_CASES = [("same", 1, 3), ("same", 1, 4), ("same", 2, 3), ("valid", 1, 2), ("valid", 2, 3), ("same", 3, 4)]
 
 
 @pytest.mark.parametrize("padding,stride,window", CONV_CASES)
@@ -103,6 +103,16 @@ def test_conv1d_dilated_and_grouped():
     full[:3, :2], full[3:, 2:] = w[:3], w[3:]
     out6 = result.model.out_dim
     _per_sequence(result, "output", out6, lambda x: _np_conv1d(x, full, b, 1, "valid", dilation=2), batch)
+
+
+@pytest.mark.parametrize("window", [2, 3])
+def test_conv1d_same_dilated_over_time(window):
+    # stride 1: the input zeroed after each sequence's end, then the backend's own "same" padding
+    batch = ragged_batch({"x": Input([batch_dim, TIME, IN])}, LENGTHS)
+    result, _ = run_both(lambda: rf.Conv1d(IN, OUT, window, padding="same", dilation_rate=2),
+                         lambda m, x: m(x, in_spatial_dim=TIME)[0], batch)
+    w, b = result.params["filter"], result.params["bias"]
+    _per_sequence(result, "output", OUT, lambda x: _np_conv1d(x, w, b, 1, "same", dilation=2), batch)
 
 
 def test_conv2d_over_time_and_a_static_dim():

@@ -51,6 +51,8 @@ def conv(source: Tensor, *, in_dim: Dim, out_dim: Dim, in_spatial_dims: Sequence
     raw, op_padding = layout.raw, "valid"
     if padding == "same" and _backend_same_fits(spatial, window, dilation, pooling=False):
         op_padding = "same"
+    elif padding == "same" and _zeroed_same_fits(spatial, window, strides, dilation):
+        raw, op_padding = _zeroed_after_ends(layout, raw, spatial, window, dilation), "same"
     elif padding == "same":
         raw, _ = _padded_same(layout, raw, spatial, window, strides, dilation, out_spatial, want_real=False)
     weights = permute(filter, list(filter_size) + filter_in + [out_dim]).raw
@@ -210,6 +212,33 @@ def _backend_same_fits(spatial, window, dilation, pooling: bool) -> bool:
     return True
 
 
+def _zeroed_same_fits(spatial, window, strides, dilation) -> bool:
+    """Whether a convolution's explicit "same" padding equals the backend's on the input with zeros after each
+    sequence's end: when every dynamic axis that needs padding has stride 1 (every sequence then starts after
+    the same left padding, the backend's, and sees zeros after its end). Not for pooling: a max must not see
+    the zeros."""
+    return all(not dim.is_dynamic or (size - 1) * rate == 0 or stride == 1
+               for dim, size, stride, rate in zip(spatial, window, strides, dilation))
+
+
+def _zeroed_after_ends(layout: _Layout, raw: Any, spatial, window, dilation) -> Any:
+    """`raw` [N, spatial..., C] with zeros after each sequence's end on the dynamic axes that need padding."""
+    for axis, (dim, size, rate) in enumerate(zip(spatial, window, dilation), 1):
+        if dim.is_dynamic and (size - 1) * rate > 0:
+            raw, _ = _zeroed_after_end(layout, raw, axis, dim)
+    return raw
+
+
+def _zeroed_after_end(layout: _Layout, raw: Any, axis: int, dim: Dim):
+    """`raw` with zeros after each sequence's end on the dynamic `axis` (carrying `dim`), and the mask of the
+    frames before it (broadcastable to `raw`)."""
+    backend = layout.backend
+    rank = len(backend.get_known_shape_raw(raw))
+    valid = backend.sequence_mask_raw(_flat_sizes(layout, dim), backend.get_shape_tuple_raw(raw)[axis])  # [N, T]
+    valid = _broadcastable(backend, valid, axis, rank)
+    return backend.where_raw(valid, raw, backend.convert_to_raw(0, backend.dtype_name(raw))), valid
+
+
 def _padded_same(layout: _Layout, raw: Any, spatial, window, strides, dilation, out_spatial, want_real: bool):
     """`raw` [N, spatial..., C] with every spatial axis padded as "same" pads it (see the module docstring), and,
     if `want_real`, a bool mask broadcastable to it, True on the frames that are not padding (None if all are)."""
@@ -277,9 +306,7 @@ def _padded_per_sequence(layout: _Layout, raw: Any, axis: int, dim: Dim, out_dim
     if stride == 1:
         # the same left padding for every sequence: zero the frames after each end, then pad the axis
         left = (span - 1) // 2
-        valid = backend.sequence_mask_raw(lengths, frames)  # [N, T]
-        valid = _broadcastable(backend, valid, axis, rank)
-        raw = backend.where_raw(valid, raw, backend.convert_to_raw(0, backend.dtype_name(raw)))
+        raw, valid = _zeroed_after_end(layout, raw, axis, dim)
         paddings = [(left, span - 1 - left) if a == axis else (0, 0) for a in range(rank)]
         return backend.pad_raw(raw, paddings, "constant", 0), backend.pad_raw(valid, paddings, "constant", False)
     # a sequence of length L is padded by (out - 1) * stride + span - L frames (at least 0), half of them (rounded
