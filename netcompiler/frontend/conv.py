@@ -49,9 +49,7 @@ def conv(source: Tensor, *, in_dim: Dim, out_dim: Dim, in_spatial_dims: Sequence
                          f"{out_dim} and one of {in_dim.size // groups} input channels ({groups} groups)")
     layout = _Layout(source, spatial, [in_dim])
     raw, op_padding = layout.raw, "valid"
-    if padding == "same" and _backend_same_fits(spatial, window, dilation, pooling=False):
-        op_padding = "same"
-    elif padding == "same" and _zeroed_same_fits(spatial, window, strides, dilation):
+    if padding == "same" and _zeroed_same_fits(spatial, window, strides, dilation):
         raw, op_padding = _zeroed_after_ends(layout, raw, spatial, window, dilation), "same"
     elif padding == "same":
         raw, _ = _padded_same(layout, raw, spatial, window, strides, dilation, out_spatial, want_real=False)
@@ -84,7 +82,7 @@ def pool(source: Tensor, *, mode: str, pool_size: Sequence[int], padding: str = 
     layout = _Layout(source, spatial, channels)
     backend, raw = layout.backend, layout.raw
     real, op_padding = None, "valid"
-    if padding == "same" and (not use_mask or _backend_same_fits(spatial, window, dilation, pooling=True)):
+    if padding == "same" and (not use_mask or _backend_same_fits(spatial, window, dilation)):
         op_padding = "same"
     elif padding == "same":
         raw, real = _padded_same(layout, raw, spatial, window, strides, dilation, out_spatial, want_real=True)
@@ -201,13 +199,13 @@ def _same_padding(size: int, span: int, stride: int) -> Tuple[int, int]:
     return total // 2, total - total // 2
 
 
-def _backend_same_fits(spatial, window, dilation, pooling: bool) -> bool:
-    """Whether the backend's own "same" padding gives what the explicit padding gives: when no dynamic axis needs
-    padding (a window of one frame there), and, for pooling, no padded axis is dilated (the backend's "same"
-    pools then skip the frames that padding added, as required)."""
+def _backend_same_fits(spatial, window, dilation) -> bool:
+    """Whether the backend's own "same" pooling gives what the explicit padding gives: when no dynamic axis needs
+    padding (a window of one frame there; a max must not see frames after a sequence's end) and no padded axis
+    is dilated (the backend's "same" pools then skip the frames that padding added, as required)."""
     for dim, size, rate in zip(spatial, window, dilation):
         span = (size - 1) * rate + 1
-        if span > 1 and (dim.is_dynamic or (pooling and rate > 1)):
+        if span > 1 and (dim.is_dynamic or rate > 1):
             return False
     return True
 
@@ -215,8 +213,8 @@ def _backend_same_fits(spatial, window, dilation, pooling: bool) -> bool:
 def _zeroed_same_fits(spatial, window, strides, dilation) -> bool:
     """Whether a convolution's explicit "same" padding equals the backend's on the input with zeros after each
     sequence's end: when every dynamic axis that needs padding has stride 1 (every sequence then starts after
-    the same left padding, the backend's, and sees zeros after its end). Not for pooling: a max must not see
-    the zeros."""
+    the same left padding, the backend's, and sees zeros after its end; static axes are padded as "SAME" pads
+    them anyway)."""
     return all(not dim.is_dynamic or (size - 1) * rate == 0 or stride == 1
                for dim, size, stride, rate in zip(spatial, window, strides, dilation))
 
