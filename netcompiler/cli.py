@@ -146,7 +146,13 @@ def compile_net_main(argv: Optional[List[str]] = None) -> int:
                                          "(or evaluate it, or write its outputs).")
     parser.add_argument("--task", choices=["train", "eval", "forward", "search", "export"], default=None,
                         help="what to do (default: the config's 'task', else train)")
-    return run_tool(_compile, parser, argv)
+    from .engine.distributed import end_worker_process, torch_groups_started
+
+    groups = torch_groups_started()
+    code = run_tool(_compile, parser, argv)
+    if torch_groups_started() > groups:  # a torch.distributed worker: see end_worker_process
+        end_worker_process(code)
+    return code
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -317,3 +317,37 @@ print("summed:", workers._sum_floats([1.5, 2.0], "check"), flush=True)
     proc = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "summed: [1.5, 2.0]" in proc.stdout and "initialized at exit: False" in proc.stdout, proc.stdout
+
+
+def test_a_compile_net_worker_ends_after_its_exit_handlers_with_its_exit_status():
+    """gloo's C++ teardown at interpreter exit still sometimes aborted a finished worker (1 of 8 two-worker runs
+    on a loaded machine): a compile-net run that started a torch process group ends with os._exit after its exit
+    handlers (`end_worker_process`), stdout flushed and its exit status kept."""
+    script = """
+import atexit, sys
+from netcompiler.engine.distributed import end_worker_process
+atexit.register(lambda: print("exit handler ran"))
+sys.stdout.write("not flushed yet; ")
+end_worker_process(3)
+print("never printed")
+"""
+    env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 3, proc.stderr[-3000:]
+    assert proc.stdout == "not flushed yet; exit handler ran\n"
+
+
+def test_compile_net_ends_its_process_only_when_its_run_started_a_torch_group(monkeypatch, tmp_path):
+    from netcompiler import cli
+    from netcompiler.engine import distributed
+
+    ended = []
+    monkeypatch.setattr(distributed, "end_worker_process", ended.append)
+    monkeypatch.setattr(cli, "run_tool", lambda *args: 0)
+    assert cli.compile_net_main(["config.py"]) == 0 and ended == []
+
+    def run_starting_a_group(*args):
+        monkeypatch.setattr(distributed, "_TORCH_GROUPS_STARTED", distributed._TORCH_GROUPS_STARTED + 1)
+        return 4
+    monkeypatch.setattr(cli, "run_tool", run_starting_a_group)
+    assert cli.compile_net_main(["config.py"]) == 4 and ended == [4]
