@@ -19,6 +19,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence
 
 from .config_namespace import ConfigNamespace, set_global_config
 from .errors import ConfigError, ConfigFileError, SourceLocation, closest_match
+from .extern_data import shadowed_input_notices
 from .network_meta import apply_network_config
 
 # --- the table of config keys ----------------------------------------------------------------------------
@@ -129,29 +130,6 @@ def writes_checkpoints(values: Dict[str, Any]) -> bool:
     """False for `model = None` set explicitly (as in RETURNN: training saves no model); an unset `model` means
     the default path out/<config name>/model."""
     return not ("model" in values and values["model"] is None)
-
-
-def shadowed_input_notices(values: Dict[str, Any]) -> List[str]:
-    """`num_inputs`/`num_outputs` set beside `extern_data` (which alone then defines the inputs:
-    `extern_data_from_config`) with dims other than extern_data's; agreeing ones are the usual helper variables."""
-    extern = values.get("extern_data")
-    if not isinstance(extern, dict):
-        return []
-    notices = []
-    for key in ("num_inputs", "num_outputs"):
-        value = values.get(key)
-        if value is None:
-            continue
-        named = {"data": value} if key == "num_inputs" else value if isinstance(value, dict) else {"classes": value}
-        for data_key, spec in named.items():
-            dim = spec[0] if isinstance(spec, (list, tuple)) and spec else \
-                spec.get("dim") if isinstance(spec, dict) else spec
-            entry = extern.get(data_key)
-            if not isinstance(entry, dict) or entry.get("dim") != dim:
-                notices.append(f"config key '{key}' has no effect: extern_data defines the network's inputs, and "
-                               f"its '{data_key}' is not {dim!r}; ignored")
-                break
-    return notices
 
 
 def model_notices(values: Dict[str, Any]) -> List[str]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional
 
 from .errors import ConfigError, InvalidOptionError, UnknownOptionError, closest_match
 from .limits import INT64_MAX, beyond_int64, is_int, short_int
@@ -163,6 +163,15 @@ def extern_data_from_config(values: Dict[str, Any]) -> Dict[str, Data]:
         if not isinstance(entries, dict):
             raise InvalidOptionError("must be a dict: key -> options", subject="config key 'extern_data'")
         return {key: data_from_options(key, opts) for key, opts in entries.items()}
+    entries = _entries_of_num_settings(values)
+    if not entries:
+        raise ConfigError("the config defines no inputs", subject="config",
+                          suggestion="add extern_data = {'data': {'dim': ...}, 'classes': {'dim': ..., 'sparse': True}}")
+    return {key: data_from_options(key, opts) for key, opts in entries.items()}
+
+
+def _entries_of_num_settings(values: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
+    """The extern_data entries (key -> data options) that `num_inputs` and `num_outputs` define."""
     entries: Dict[str, Dict[str, Any]] = {}
     if values.get("num_inputs") is not None:
         entries["data"] = {"dim": values["num_inputs"], "sparse": bool(values.get("sparse_input", False))}
@@ -191,7 +200,29 @@ def extern_data_from_config(values: Dict[str, Any]) -> Dict[str, Data]:
                                      suggestion=f"e.g. num_outputs = {{'{key}': [{size!r}, 1]}}")
         entries[key] = {"dim": size, "sparse": True} if ndim == 1 else \
             {"dim": size, "shape": (None,) * (ndim - 1) + (size,)}  # as RETURNN: ndim - 1 dynamic axes, then dim
-    if not entries:
-        raise ConfigError("the config defines no inputs", subject="config",
-                          suggestion="add extern_data = {'data': {'dim': ...}, 'classes': {'dim': ..., 'sparse': True}}")
-    return {key: data_from_options(key, opts) for key, opts in entries.items()}
+    return entries
+
+
+def shadowed_input_notices(values: Dict[str, Any]) -> List[str]:
+    """Notices for `num_inputs`/`num_outputs` set beside `extern_data` (which alone then defines the inputs) with
+    other dims than extern_data's; agreeing ones are the usual helper variables and get none."""
+    extern = values.get("extern_data")
+    if not isinstance(extern, dict):
+        return []
+    notices = []
+    for key in ("num_inputs", "num_outputs"):
+        if values.get(key) is None:
+            continue
+        try:
+            implied = _entries_of_num_settings({key: values[key]})
+        except InvalidOptionError:
+            why = f"{values[key]!r} is no {key} setting"
+        else:
+            differing = [data_key for data_key, opts in implied.items()
+                         if not isinstance(extern.get(data_key), dict) or extern[data_key].get("dim") != opts.get("dim")]
+            if not differing:
+                continue
+            why = f"its '{differing[0]}' is not {implied[differing[0]].get('dim')!r}"
+        notices.append(f"config key '{key}' has no effect: extern_data defines the network's inputs, and {why}; "
+                       f"ignored")
+    return notices
