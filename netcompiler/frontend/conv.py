@@ -49,8 +49,12 @@ def conv(source: Tensor, *, in_dim: Dim, out_dim: Dim, in_spatial_dims: Sequence
                          f"{out_dim} and one of {in_dim.size // groups} input channels ({groups} groups)")
     layout = _Layout(source, spatial, [in_dim])
     raw, op_padding = layout.raw, "valid"
-    if padding == "same" and _zeroed_same_fits(spatial, window, strides, dilation):
-        raw, op_padding = _zeroed_after_ends(layout, raw, spatial, window, dilation), "same"
+    dynamic = _padded_dynamic_axes(spatial, window, dilation)
+    if padding == "same" and all(strides[axis - 1] == 1 for axis in dynamic):
+        # every sequence then starts after the backend's left padding; it must see zeros after its end
+        for axis in dynamic:
+            raw, _ = _zeroed_after_end(layout, raw, axis, spatial[axis - 1])
+        op_padding = "same"
     elif padding == "same":
         raw, _ = _padded_same(layout, raw, spatial, window, strides, dilation, out_spatial, want_real=False)
     weights = permute(filter, list(filter_size) + filter_in + [out_dim]).raw
@@ -201,30 +205,16 @@ def _same_padding(size: int, span: int, stride: int) -> Tuple[int, int]:
 
 def _backend_same_fits(spatial, window, dilation) -> bool:
     """Whether the backend's own "same" pooling gives what the explicit padding gives: when no dynamic axis needs
-    padding (a window of one frame there; a max must not see frames after a sequence's end) and no padded axis
-    is dilated (the backend's "same" pools then skip the frames that padding added, as required)."""
-    for dim, size, rate in zip(spatial, window, dilation):
-        span = (size - 1) * rate + 1
-        if span > 1 and (dim.is_dynamic or rate > 1):
-            return False
-    return True
+    padding (a max must not see frames after a sequence's end) and no padded axis is dilated (the backend's
+    "same" pools then skip the frames that padding added, as required)."""
+    return not _padded_dynamic_axes(spatial, window, dilation) and \
+        all(size == 1 or rate == 1 for size, rate in zip(window, dilation))
 
 
-def _zeroed_same_fits(spatial, window, strides, dilation) -> bool:
-    """Whether a convolution's explicit "same" padding equals the backend's on the input with zeros after each
-    sequence's end: when every dynamic axis that needs padding has stride 1 (every sequence then starts after
-    the same left padding, the backend's, and sees zeros after its end; static axes are padded as "SAME" pads
-    them anyway)."""
-    return all(not dim.is_dynamic or (size - 1) * rate == 0 or stride == 1
-               for dim, size, stride, rate in zip(spatial, window, strides, dilation))
-
-
-def _zeroed_after_ends(layout: _Layout, raw: Any, spatial, window, dilation) -> Any:
-    """`raw` [N, spatial..., C] with zeros after each sequence's end on the dynamic axes that need padding."""
-    for axis, (dim, size, rate) in enumerate(zip(spatial, window, dilation), 1):
-        if dim.is_dynamic and (size - 1) * rate > 0:
-            raw, _ = _zeroed_after_end(layout, raw, axis, dim)
-    return raw
+def _padded_dynamic_axes(spatial, window, dilation) -> List[int]:
+    """The axes (1-based, after the batch) of the dynamic spatial dims whose windows span more than one frame."""
+    return [axis for axis, (dim, size, rate) in enumerate(zip(spatial, window, dilation), 1)
+            if dim.is_dynamic and (size - 1) * rate > 0]
 
 
 def _zeroed_after_end(layout: _Layout, raw: Any, axis: int, dim: Dim):
