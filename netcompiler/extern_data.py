@@ -219,7 +219,8 @@ def shadowed_input_notices(values: Dict[str, Any]) -> List[str]:
             why = f"{values[key]!r} is no {key} setting"
         else:
             differing = [data_key for data_key, opts in implied.items()
-                         if not isinstance(extern.get(data_key), dict) or extern[data_key].get("dim") != opts.get("dim")]
+                         if not isinstance(extern.get(data_key), dict)
+                         or extern[data_key].get("dim") != opts.get("dim")]
             if not differing:
                 continue
             why = f"its '{differing[0]}' is not {implied[differing[0]].get('dim')!r}"

@@ -66,7 +66,6 @@ def batch_tensors(run: rf.RunContext, extern_data: Dict[str, Data], inputs: Dict
     return extern, unsized
 
 
-
 def _layers_of_loss(layer) -> List[Any]:
     """The layers `layer`'s loss holds (itself, its target, layers its options name: `signal_layer`, ...)."""
     from ..layer_base import LayerBase

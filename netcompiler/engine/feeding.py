@@ -31,8 +31,8 @@ class _Feed:
     ~15% (its input-pipeline benchmark: 1.68-1.77M -> 2.01-2.03M frames per CPU-second).
     `tf.data.Dataset.from_generator` cost ~1.3 ms per batch (its per-element py_function), more than making a
     12AX batch (issue 12 goal 6). An error while reading (a bad sequence, a damaged file) reaches the user as
-    itself after the batches before it: the producer keeps it and ends the stream. The batch with the bad sequence is never made. Leaving the loop early stops the
-    producer before the dataset is used again.
+    itself after the batches before it: the producer keeps it and ends the stream. The batch with the bad
+    sequence is never made. Leaving the loop early stops the producer before the dataset is used again.
     """
 
     PREFETCH = 4

@@ -25,9 +25,9 @@ class TorchTrainer(EpochLoop):
     """Runs epochs of training on a step model whose backend is PyTorch, with the TensorFlow `Trainer`'s
     semantics: the objective's gradients, processed by `process_gradients` (noise, clipping, NaN filter: see
     `torch_optimizers.process_gradients_fn`), applied by the optimizer; a step whose objective is not finite
-    changes nothing (the epoch loop then stops training); `maximize_grad_norm` as on TensorFlow. With `accum_grad_steps` N > 1 the gradients of N
-    batches are summed (PyTorch's ``.grad`` accumulation) and applied together at every N-th batch and at the
-    end of an epoch."""
+    changes nothing (the epoch loop then stops training); `maximize_grad_norm` as on TensorFlow. With
+    `accum_grad_steps` N > 1 the gradients of N batches are summed (PyTorch's ``.grad`` accumulation) and applied
+    together at every N-th batch and at the end of an epoch."""
 
     def __init__(self, model, optimizer: Optional[torch.optim.Optimizer], batching: Optional[BatchSettings],
                  process_gradients: Optional[Callable[[List[torch.nn.Parameter]], None]] = None,

@@ -289,14 +289,14 @@ def _padded_per_sequence(layout: _Layout, raw: Any, axis: int, dim: Dim, out_dim
     real frames (broadcastable to the result)."""
     backend = layout.backend
     rank = len(backend.get_known_shape_raw(raw))
-    lengths = _flat_sizes(layout, dim)  # [N]
-    frames = backend.get_shape_tuple_raw(raw)[axis]
     if stride == 1:
         # the same left padding for every sequence: zero the frames after each end, then pad the axis
         left = (span - 1) // 2
         raw, valid = _zeroed_after_end(layout, raw, axis, dim)
         paddings = [(left, span - 1 - left) if a == axis else (0, 0) for a in range(rank)]
         return backend.pad_raw(raw, paddings, "constant", 0), backend.pad_raw(valid, paddings, "constant", False)
+    lengths = _flat_sizes(layout, dim)  # [N]
+    frames = backend.get_shape_tuple_raw(raw)[axis]
     # a sequence of length L is padded by (out - 1) * stride + span - L frames (at least 0), half of them (rounded
     # down) on the left; out is the length of its output, the out dim's size
     total = backend.combine_raw(backend.combine_raw(_flat_sizes(layout, out_dim), "mul", stride), "sub", lengths)
