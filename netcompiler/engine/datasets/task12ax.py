@@ -150,16 +150,18 @@ _NEXT_PHASE = np.array([1, 1, 2, 2, 0, 2])
 
 
 def _next_accepted(time_major: np.ndarray, mask: int, span: int) -> np.ndarray:
-    """[W + 1, n] int32 from raw words [W, n]: per position k, the first position >= k whose word masked with
-    `mask` is <= span (W if none)."""
+    """[W + 1, n] int64 from raw words [W, n]: per position k of row r, the flat index (k' * n + r) of the first
+    position k' >= k whose word masked with `mask` is <= span (k' = W if none)."""
     width, n = time_major.shape
-    where = np.empty((width + 1, n), dtype=np.int32)
+    where = np.empty((width + 1, n), dtype=np.int64)
     where[width] = width
     # k where accepted, W where not: max(k, W * rejected) (a select with a broadcast operand is ~5x slower)
-    np.multiply((time_major & mask) > span, np.int32(width), out=where[:width], dtype=np.int32)
-    np.maximum(where[:width], np.arange(width, dtype=np.int32)[:, None], out=where[:width])
+    np.multiply((time_major & mask) > span, width, out=where[:width], dtype=np.int64)
+    np.maximum(where[:width], np.arange(width)[:, None], out=where[:width])
     for k in range(width - 1, -1, -1):  # the running minimum from the end, a row at a time (ufunc.accumulate
         np.minimum(where[k], where[k + 1], out=where[k])  # along the rows is ~3x slower)
+    where *= n
+    where += np.arange(n)
     return where
 
 
@@ -171,7 +173,7 @@ def _first_accepted(masked: np.ndarray, span: int, start: np.ndarray) -> np.ndar
 
 
 def symbols_of_words(words: np.ndarray):
-    """(symbols [n, 99] int64, lengths [n], complete [n] bool) of the 12AX inputs drawn from raw words [n, W]: row r
+    """(symbols [n, 99] int8, lengths [n], complete [n] bool) of the 12AX inputs drawn from raw words [n, W]: row r
     as `draw_12ax_symbols` draws from those words (length first). Rows whose draws need more than W words are
     not complete (their symbols are not valid): draw them the scalar way."""
     n, width = words.shape
@@ -179,23 +181,30 @@ def symbols_of_words(words: np.ndarray):
     head = np.asarray(words[:, :64], dtype=np.int64)  # length and start choice: longer rejection runs -> incomplete
     first = _first_accepted(head & _LENGTH_MASK, _LENGTH_SPAN, np.zeros(n, dtype=np.int64))
     complete = first < head.shape[1]
-    all_lengths = lengths = _MIN_LEN + (head[rows, np.minimum(first, head.shape[1] - 1)] & _LENGTH_MASK)
+    lengths = _MIN_LEN + (head[rows, np.minimum(first, head.shape[1] - 1)] & _LENGTH_MASK)
     start = _first_accepted(head & 3, 2, first + 1)
     complete &= start < min(head.shape[1], width - 3)  # the first coin and the choice after it are in the words
     start = np.minimum(start, head.shape[1] - 1)
     start_symbol = _START_SYMBOL[head[rows, start] & 3]
-    cap = _MAX_LEN_EXCLUSIVE  # column cap collects the symbols past the longest length (dropped)
-    symbols = np.zeros((n, cap + 1), dtype=np.int64)
+    # symbols go to flat slots of [n, columns]: a draw that emits nothing writes its would-be symbol to the next
+    # slot, which the next symbol overwrites (so the padding holds valid symbols); the last segment can run past
+    # the longest length by its noise, at most a symbol per 3 words
+    columns = _MAX_LEN_EXCLUSIVE + width // 3 + 4
+    symbols = np.zeros((n, columns), dtype=np.int8)
     symbols[:, 0] = np.maximum(start_symbol, 0)
+    flat_symbols = symbols.ravel()
     time_major = np.zeros((width + 1, n), dtype=words.dtype)  # word k of row r at k * n + r; row W: the sentinel's
     time_major[:width] = words.T
     flat_words = time_major.ravel()
     noise_next = _next_accepted(time_major[:width], _NOISE_MASK, _NOISE_SPAN).ravel()
     rows = rows[complete]
-    pos, count, lengths = start[complete] + 1, (start_symbol[complete] >= 0).astype(np.int64), lengths[complete]
+    at = (start[complete] + 1) * n + rows  # the flat index of the row's next word
+    slot = rows * columns + (start_symbol[complete] >= 0)
+    end = rows * columns + lengths[complete]
     phase = np.zeros(len(rows), dtype=np.int64)  # 0: digit coin, 1: pair coin, 2: noise coin
+    step_after_choice = (_STEP - 2) * n  # the words a step advances by, from the word after the coin
+    last = (width - 2) * n  # from here on, a coin or the choice after it is past the words
     while len(rows):
-        at = pos * n + rows
         coin = coin_of_words(flat_words[at], flat_words[at + n])  # RawDraws.uniform of the words at k, k + 1
         hit = coin < _THRESHOLD[phase]
         code = 2 * phase + hit  # (phase, hit) -> what happens, see the tables
@@ -203,22 +212,20 @@ def symbols_of_words(words: np.ndarray):
         choice = flat_words[at] & 1
         noise_at = noise_next[at]
         noisy = code == 5
-        symbol = np.where(noisy, flat_words[noise_at * n + rows] & _NOISE_MASK, choice + 3 * phase)
-        symbols[rows, np.where(hit, np.minimum(count, cap), cap)] = symbol
-        count += hit
-        pair = code == 3
-        symbols[rows, np.where(pair, np.minimum(count, cap), cap)] = choice + 6
-        count += pair
-        pos = np.where(noisy, noise_at + 1, pos + _STEP[code])
+        flat_symbols[slot] = np.where(noisy, flat_words[noise_at] & _NOISE_MASK, choice + 3 * phase)
+        slot += hit
+        flat_symbols[slot] = choice + 6  # the second symbol of a pair
+        slot += code == 3
+        at = np.where(noisy, noise_at + n, at + step_after_choice[code])
         phase = _NEXT_PHASE[code]
-        done = (code == 4) & (count >= lengths)
-        short = ((noisy & (noise_at >= width)) | (pos > width - 3)) & ~done  # would read past the words: incomplete
+        done = (code == 4) & (slot >= end)
+        short = (at >= last) & ~done  # would read past the words (a noise run without a symbol gets there too)
         stop = short | done
         if stop.any():
             complete[rows[short]] = False
             keep = ~stop
-            rows, pos, phase, count, lengths = rows[keep], pos[keep], phase[keep], count[keep], lengths[keep]
-    return symbols[:, :cap - 1], all_lengths, complete
+            rows, at, phase, slot, end = rows[keep], at[keep], phase[keep], slot[keep], end[keep]
+    return symbols[:, :_MAX_LEN_EXCLUSIVE - 1], lengths, complete
 
 
 def _one_hot_rows(symbols: np.ndarray) -> np.ndarray:
