@@ -67,6 +67,7 @@ def netcompiler_child(n, dim, clock, nonfinite_check=True):
     from netcompiler.config import load_config
     from netcompiler.emit.model import CompiledNetwork
     from netcompiler.engine.optimizers import clip_gradients_fn, make_optimizer
+    from netcompiler.engine.collector_pause import collector_paused
     from netcompiler.engine.trainer import Trainer
     from netcompiler.network import build_network
     load_builtin_layers()
@@ -78,12 +79,14 @@ def netcompiler_child(n, dim, clock, nonfinite_check=True):
     clock.lap("config")
     network = build_network(config)
     clock.lap("build_network")
-    model = CompiledNetwork(network)
-    optimizer = make_optimizer(config.values)  # as compile-net's Session.train
-    trainer = Trainer(model, optimizer, None, clip_gradients_fn(config.values), stop_on_nonfinite=nonfinite_check,
-                      log=open(os.devnull, "w"))
+    with collector_paused():  # as compile-net's Session builds the model and the trainer
+        model = CompiledNetwork(network)
+        optimizer = make_optimizer(config.values)  # as compile-net's Session.train
+        trainer = Trainer(model, optimizer, None, clip_gradients_fn(config.values),
+                          stop_on_nonfinite=nonfinite_check, log=open(os.devnull, "w"))
     clock.lap("variables")
-    concrete = trainer.train_step.get_concrete_function()
+    with collector_paused():  # as the step's first call traces (graph_passes.SizedStep)
+        concrete = trainer.train_step.get_concrete_function()
     clock.lap("trace")
     x, y, lengths = batch()
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 from typing import Any, Callable, Optional
 
 from .call_options import call_options_with, calls_with
+from .collector_pause import collector_paused
 
 LARGE_GRAPH_OPS = 8000
 """Traced ops of a step above which it runs with the reduced grappler pass set."""
@@ -52,7 +53,8 @@ def large_graph_call_options():
 
 class SizedStep:
     """A compiled step (a `tf.function`, or precision's bfloat16 wrapper) that, on its first call, counts the
-    traced graph's ops and, above `LARGE_GRAPH_OPS`, runs every call with `large_graph_call_options`.
+    traced graph's ops and, above `LARGE_GRAPH_OPS`, runs every call with `large_graph_call_options`. The first
+    call (trace and instantiation) runs with Python's garbage collector paused (`collector_pause`).
 
     `function` is the `tf.function` (for its concrete function); `reduce` False keeps TF's defaults always
     (``tf_amp``, ``tf_jit``). `on_large(ops)` is called once when the reduced passes are chosen."""
@@ -67,6 +69,7 @@ class SizedStep:
         self.options = None
         """The call options in use (None: TF's defaults); decided at the first call."""
         self.graph_ops: Optional[int] = None
+        self.called = False
 
     def get_concrete_function(self, *args, **kwargs):
         return self.function.get_concrete_function(*args, **kwargs)
@@ -79,8 +82,15 @@ class SizedStep:
                 self.on_large(self.graph_ops)
 
     def __call__(self, *args):
-        if self.graph_ops is None and self.reduce:
-            self._decide(args)
+        if not self.called:
+            self.called = True
+            with collector_paused():  # the first call traces the graph and instantiates it (collector_pause.py)
+                if self.reduce:
+                    self._decide(args)
+                return self._run(args)
+        return self._run(args)
+
+    def _run(self, args):
         if self.options is None:
             return self.step(*args)
         with calls_with(self.options):

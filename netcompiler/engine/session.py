@@ -12,6 +12,7 @@ from ..config import Config
 from ..errors import CheckpointError, ConfigError, InvalidOptionError, ModelFolderError
 from ..lazy_tf import tf  # imported at first use: a PyTorch run does not load it (~500 MB)
 from .checkpoint_interchange import TORCH_SUFFIX as _TORCH_SUFFIX  # (imports neither PyTorch nor TensorFlow)
+from .collector_pause import collector_paused
 from .host_memory import keep_freed_host_memory
 
 
@@ -59,14 +60,15 @@ class Session:
         else:
             tf.random.set_seed(seed)
         self.model_prefix = self._model_prefix()
-        if network is None:  # a frontend config: on TF its layer dict, else get_model() run directly
-            from .frontend_layers import frontend_step_model
-            from .frontend_model import get_model_epoch
+        with collector_paused():  # parameters of thousands of layers: see collector_pause.py
+            if network is None:  # a frontend config: on TF its layer dict, else get_model() run directly
+                from .frontend_layers import frontend_step_model
+                from .frontend_model import get_model_epoch
 
-            epoch = get_model_epoch(self.checkpoint_manager(clean=False, task=task), config, task)
-            self.model = frontend_step_model(config, self.backend, seed=seed, epoch=epoch)
-        else:
-            self.model = CompiledNetwork(network, seed=seed, backend=self.backend)
+                epoch = get_model_epoch(self.checkpoint_manager(clean=False, task=task), config, task)
+                self.model = frontend_step_model(config, self.backend, seed=seed, epoch=epoch)
+            else:
+                self.model = CompiledNetwork(network, seed=seed, backend=self.backend)
         self.lock = None
 
     def scalar_writer(self, enabled: bool = True):
@@ -200,7 +202,8 @@ class Session:
 
         if optimizer is not None:
             settings.update(clip_gradients=clip_gradients_fn(self.config.values))
-        return Trainer(self.model, **settings)
+        with collector_paused():  # the optimizer's slot variables (see collector_pause.py)
+            return Trainer(self.model, **settings)
 
     # --- tasks -----------------------------------------------------------------------------
     def train(self) -> None:
