@@ -3,7 +3,7 @@
 Building a network of thousands of layers makes millions of Python objects (TensorFlow's graph ops and tensors,
 layer templates, variables) that live as long as the model. Python's collector walks all of them at each full
 collection, and it starts one whenever the objects have grown by a quarter: on a chain of 1600 linear layers that
-was 12% of tracing the train step and 15% of creating the variables (benchmarks/README.md, "Session 10"). Nothing
+was 12% of tracing the train step and 18% of creating the variables (benchmarks/README.md, "Session 10"). Nothing
 made there is garbage the collector would find, so it is off until the build ends; cycles the build did leave are
 found by the next collection after it.
 """
