@@ -96,3 +96,23 @@ def test_session_builds_model_and_trainer_paused(monkeypatch, tmp_path):
     session.step_runner(make_optimizer(config.values))
     assert enabled == {"model": False, "trainer": False}
     assert gc.isenabled()
+
+
+def test_forward_and_search_trace_paused(monkeypatch):
+    import tensorflow as tf
+
+    from netcompiler.engine import feeding
+
+    enabled = []
+
+    def fn(inputs, lengths):
+        enabled.append(gc.isenabled())  # runs while tracing: once, in the first call
+        return inputs["data"] * 2.0
+
+    signature = ({"data": tf.TensorSpec([None, None], tf.float32)}, {"data": tf.TensorSpec([None], tf.int32)})
+    model = type("Model", (), {"backend": type("Backend", (), {"name": "tensorflow"})})()
+    run = feeding.inference_runner(model, fn, signature)
+    for _ in range(2):
+        out = run({"data": np.ones((1, 2), np.float32)}, {"data": np.array([2], np.int32)})
+        assert out.numpy().tolist() == [[2.0, 2.0]]
+    assert enabled == [False] and gc.isenabled()

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import gc
 from contextlib import contextmanager
-from typing import Iterator
+from typing import Callable, Iterator
 
 
 @contextmanager
@@ -29,4 +29,19 @@ def collector_paused() -> Iterator[None]:
         gc.enable()
 
 
-__all__ = ["collector_paused"]
+def first_call_paused(fn: Callable) -> Callable:
+    """`fn`, its first call run with the collector paused: a `tf.function`'s first call traces its graph and
+    instantiates it."""
+    called = False
+
+    def call(*args):
+        nonlocal called
+        if called:
+            return fn(*args)
+        called = True
+        with collector_paused():
+            return fn(*args)
+    return call
+
+
+__all__ = ["collector_paused", "first_call_paused"]

@@ -10,6 +10,7 @@ from typing import Iterable
 from ..errors import ConfigError
 from ..lazy_tf import tf  # imported at first use: the PyTorch trainer uses `numpy_batches` only
 from .batching import BatchSettings, iterate_batches
+from .collector_pause import first_call_paused
 
 
 def batch_stream(dataset, keys: Iterable[str], settings: BatchSettings):
@@ -153,9 +154,10 @@ def check_frame_shapes(dataset, frame_shapes) -> None:
 
 def inference_runner(model, fn, signature):
     """`fn(inputs, lengths)` (NumPy batches in, raw values out) for the model's backend: a `tf.function` traced
-    once for `signature` on TensorFlow; run eagerly without recording gradients on PyTorch."""
+    once for `signature` on TensorFlow (its first call with the garbage collector paused: `collector_pause`);
+    run eagerly without recording gradients on PyTorch."""
     if model.backend.name == "torch":
         from .torch_trainer import inference_fn
 
         return inference_fn(fn)
-    return tf.function(fn, input_signature=list(signature), autograph=False)
+    return first_call_paused(tf.function(fn, input_signature=list(signature), autograph=False))

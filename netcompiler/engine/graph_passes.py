@@ -26,7 +26,7 @@ from __future__ import annotations
 from typing import Any, Callable, Optional
 
 from .call_options import call_options_with, calls_with
-from .collector_pause import collector_paused
+from .collector_pause import first_call_paused
 
 LARGE_GRAPH_OPS = 8000
 """Traced ops of a step above which it runs with the reduced grappler pass set."""
@@ -69,7 +69,7 @@ class SizedStep:
         self.options = None
         """The call options in use (None: TF's defaults); decided at the first call."""
         self.graph_ops: Optional[int] = None
-        self.called = False
+        self._call = first_call_paused(self._sized_call)
 
     def get_concrete_function(self, *args, **kwargs):
         return self.function.get_concrete_function(*args, **kwargs)
@@ -82,15 +82,11 @@ class SizedStep:
                 self.on_large(self.graph_ops)
 
     def __call__(self, *args):
-        if not self.called:
-            self.called = True
-            with collector_paused():  # the first call traces the graph and instantiates it (collector_pause.py)
-                if self.reduce:
-                    self._decide(args)
-                return self._run(args)
-        return self._run(args)
+        return self._call(*args)
 
-    def _run(self, args):
+    def _sized_call(self, *args):
+        if self.graph_ops is None and self.reduce:
+            self._decide(args)
         if self.options is None:
             return self.step(*args)
         with calls_with(self.options):
