@@ -62,11 +62,11 @@ def netcompiler_torch_side(config):
     from netcompiler.emit.model import CompiledNetwork
     from netcompiler.engine.torch_optimizers import make_torch_optimizer, process_gradients_fn
     from netcompiler.engine.collector_pause import collector_paused
-    from netcompiler.engine.host_memory import keep_freed_host_memory
+    from netcompiler.engine.session import set_up_process
     from netcompiler.engine.torch_trainer import TorchTrainer
     from netcompiler.network import build_network
 
-    keep_freed_host_memory()  # as compile-net's Session sets up its process
+    set_up_process()  # as compile-net's Session
     with collector_paused():  # as Session builds the model
         model = CompiledNetwork(build_network(config), seed=42, backend="torch")
     trainer = TorchTrainer(model, make_torch_optimizer(config.values, model.trainable_params), None,

@@ -76,10 +76,10 @@ def measure(name, size, reps=5):
     from netcompiler.builtin import load_builtin_layers
     from netcompiler.emit.model import CompiledNetwork
     from netcompiler.engine.feeding import tf_batches
-    from netcompiler.engine.host_memory import keep_freed_host_memory
+    from netcompiler.engine.session import set_up_process
     from netcompiler.network import build_network
 
-    keep_freed_host_memory()  # as compile-net's Session sets up its process
+    set_up_process()  # as compile-net's Session
     load_builtin_layers()
     with tempfile.TemporaryDirectory() as folder:
         dataset, config, settings, description = dataset_and_config(name, size, folder)

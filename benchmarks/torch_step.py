@@ -204,11 +204,11 @@ def build_sides(name, settings, which=("nc", "hand"), hand_fused=False):
     from netcompiler.builtin import load_builtin_layers
     from netcompiler.emit.model import CompiledNetwork
     from netcompiler.engine.torch_optimizers import make_torch_optimizer, process_gradients_fn
-    from netcompiler.engine.host_memory import keep_freed_host_memory
+    from netcompiler.engine.session import set_up_process
     from netcompiler.engine.torch_trainer import TorchTrainer
     from netcompiler.network import build_network
 
-    keep_freed_host_memory()  # as compile-net's Session sets up its process; both sides run in this process
+    set_up_process()  # as compile-net's Session; both sides run in this process
     load_builtin_layers()
     torch.manual_seed(42)
     config, hand, mapping, (dim, classes) = make_model(name, settings)

@@ -16,8 +16,8 @@ from netcompiler.builtin import load_builtin_layers  # noqa: E402
 from netcompiler.config import load_config  # noqa: E402
 from netcompiler.emit.model import CompiledNetwork  # noqa: E402
 from netcompiler.engine.collector_pause import collector_paused  # noqa: E402
-from netcompiler.engine.host_memory import keep_freed_host_memory  # noqa: E402
 from netcompiler.engine.optimizers import clip_gradients_fn, gradient_clipping, make_optimizer  # noqa: E402
+from netcompiler.engine.session import set_up_process  # noqa: E402
 from netcompiler.engine.trainer import Trainer  # noqa: E402
 from netcompiler.network import build_network  # noqa: E402
 
@@ -217,7 +217,7 @@ HAND = {"blstm": {"tf-blocklstm": lambda: HandBLSTM("block"), "tf-scan-lstm": la
 
 # --- the train steps --------------------------------------------------------------------------------------------
 def netcompiler_side(config):
-    keep_freed_host_memory()  # as compile-net's Session sets up its process
+    set_up_process()  # as compile-net's Session
     with collector_paused():  # as Session builds the model and the trainer
         model = CompiledNetwork(build_network(config))
         optimizer = make_optimizer(config.values)  # as compile-net's Session.train

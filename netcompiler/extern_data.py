@@ -165,8 +165,8 @@ def extern_data_from_config(values: Dict[str, Any]) -> Dict[str, Data]:
         return {key: data_from_options(key, opts) for key, opts in entries.items()}
     entries = _entries_of_num_settings(values)
     if not entries:
-        raise ConfigError("the config defines no inputs", subject="config",
-                          suggestion="add extern_data = {'data': {'dim': ...}, 'classes': {'dim': ..., 'sparse': True}}")
+        raise ConfigError("the config defines no inputs", subject="config", suggestion="add extern_data = "
+                          "{'data': {'dim': ...}, 'classes': {'dim': ..., 'sparse': True}}")
     return {key: data_from_options(key, opts) for key, opts in entries.items()}
 
 

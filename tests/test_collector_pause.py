@@ -98,7 +98,7 @@ def test_session_builds_model_and_trainer_paused(monkeypatch, tmp_path):
     assert gc.isenabled()
 
 
-def test_forward_and_search_trace_paused(monkeypatch):
+def test_forward_and_search_trace_paused():
     import tensorflow as tf
 
     from netcompiler.engine import feeding

@@ -32,13 +32,21 @@ def backend_name(config: Config) -> str:
     return get_backend(name).name
 
 
+def set_up_process() -> None:
+    """What a compile-net run sets in its process before anything else: TensorFlow's C++ log level (warnings and
+    errors only, unless the environment says otherwise) and malloc keeping freed memory for the next step
+    (`host_memory`). `Session` calls it; code that builds and steps a model without a Session does too (the
+    benchmarks' netcompiler sides)."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    keep_freed_host_memory()
+
+
 class Session:
     """Everything one compile-net run sets up, for the config's backend: model, step runner (trainer), datasets,
     optimizer, checkpoints."""
 
     def __init__(self, config: Config, network, log, task: str = "train"):
-        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-        keep_freed_host_memory()  # each step and batch reuses the memory the one before freed (host_memory.py)
+        set_up_process()
         from ..emit.model import CompiledNetwork
 
         self.config = config
