@@ -96,9 +96,10 @@ PADDING_VALUE = 50.0
 """What padded frames of float inputs hold, so that a leak into valid frames shows."""
 
 
-def random_batch(network, seed: int = 0):
+def random_batch(network, seed: int = 0, full: bool = False):
     """Random inputs for every extern data key the network reads, laid out as its template, with ragged
-    lengths (BATCH_LENGTHS, rotated per dynamic dim) and garbage in the padded frames."""
+    lengths (BATCH_LENGTHS, rotated per dynamic dim) and garbage in the padded frames; with `full`, every
+    sequence of a dynamic dim has that dim's longest length (no padding)."""
     import numpy as np
 
     rng = np.random.RandomState(seed)
@@ -117,6 +118,8 @@ def random_batch(network, seed: int = 0):
                 if dim not in dim_lengths:
                     shift = len(dim_lengths)
                     dim_lengths[dim] = np.roll(np.array(BATCH_LENGTHS, dtype=np.int32), shift) + shift
+                    if full:
+                        dim_lengths[dim] = np.full_like(dim_lengths[dim], dim_lengths[dim].max())
                 shape.append(int(dim_lengths[dim].max()))
             else:
                 shape.append(dim.size)

@@ -122,8 +122,19 @@ def _compare_losses(case, network, tf_model, torch_model):
 
 @pytest.mark.parametrize("case", PARAMS)
 def test_torch_matches_tensorflow(case):
+    _compare_with_tensorflow(case, full=False)
+
+
+@pytest.mark.parametrize("case", PARAMS)
+def test_torch_matches_tensorflow_full_sequences(case):
+    """No sequence has padding: the eager torch run then makes no masks (`RunContext.mask` is None), the traced
+    TF run does; both must agree."""
+    _compare_with_tensorflow(case, full=True)
+
+
+def _compare_with_tensorflow(case, full: bool):
     network, tf_model, torch_model = _models(case)
-    inputs, lengths = random_batch(network)
+    inputs, lengths = random_batch(network, full=full)
     layers = _layers(network)
     targets = [layers[n] for n in case.expect if layers[n].output.dtype.startswith("float")]
     variables = [n for n, v in tf_model.params.items() if v.trainable]

@@ -129,6 +129,25 @@ def test_where_broadcasts_condition_and_values(run):
                                   np.arange(4)[None, :] < LENGTHS[:, None])
 
 
+@pytest.mark.parametrize("backend", ["tensorflow", "torch"])
+def test_a_mask_only_where_some_sequence_is_shorter(backend):
+    """An eager torch run of sequences that all fill the padded length makes no mask (so no masking or packing
+    ops); TensorFlow's steps are traced, where lengths are not known, so it always makes one."""
+    if backend == "torch":
+        pytest.importorskip("torch", reason="PyTorch is an optional extra")
+    from layer_harness import run_context
+
+    with run_context([4, 4, 4], backend=backend) as full:
+        mask = full.mask(full.time)
+        assert (mask is None) == (backend == "torch")
+        if mask is not None:
+            assert np.asarray(mask.raw).all()
+    with run_context([4, 2, 4], backend=backend) as ragged:
+        mask = ragged.mask(ragged.time)
+        np.testing.assert_array_equal(np.asarray(rf.permute(mask, [batch_dim, ragged.time]).raw),
+                                      np.arange(4)[None, :] < np.array([4, 2, 4])[:, None])
+
+
 def test_size_table_survives_declare_same_as_after_use():
     """A Dim used as a size-table key and declared the same as another afterwards is still found, by
     either Dim."""

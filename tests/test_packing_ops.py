@@ -55,3 +55,23 @@ def test_unpack_needs_the_two_packed_dims(run):
     x = rf.convert_to_tensor(np.zeros([3], "float32"), dims=[packed_dim([batch_dim, run.time])])
     with pytest.raises(ValueError, match="two dims"):
         rf.unpack_padded(x, in_dim=x.dims[0], dims=[batch_dim])
+
+
+full_run = run_on_each_backend([3, 3])
+"""Two sequences of 3 frames each: no padding."""
+
+
+@pytest.mark.parametrize("batch_major", [True, False])
+def test_pack_and_unpack_without_padding_are_reshapes(full_run, batch_major):
+    """Where no frame is padding (an eager run makes no mask then), packing keeps every frame in packing order,
+    and unpacking restores the padded layout."""
+    feat = FeatureDim("f", 2)
+    values = np.arange(12, dtype="float32").reshape(2, 3, 2)
+    x = rf.convert_to_tensor(values, dims=[batch_dim, full_run.time, feat])
+    order = [batch_dim, full_run.time] if batch_major else [full_run.time, batch_dim]
+    packed, dim = rf.pack_padded(x, dims=order, out_dim=packed_dim(order))
+    want = values.reshape(6, 2) if batch_major else values.transpose(1, 0, 2).reshape(6, 2)
+    np.testing.assert_array_equal(_numpy(packed), want)
+    y = rf.unpack_padded(packed, in_dim=dim, dims=order)
+    assert y.dims == tuple(order) + (feat,)
+    np.testing.assert_array_equal(_numpy(rf.permute(y, [batch_dim, full_run.time, feat])), values)

@@ -193,6 +193,12 @@ class Backend:
         raise _missing(cls, "sequence_mask_raw")
 
     @classmethod
+    def frames_all_valid_raw(cls, lengths: Any, maxlen: Any) -> bool:
+        """True if it is known now, without tracing or waiting on a device, that every length is >= maxlen (no
+        frame is padding, so no mask is needed); False where that is not known (a graph being traced)."""
+        return False
+
+    @classmethod
     def frame_raw(cls, raw: Any, size: int, stride: int, axis: int) -> Any:
         """The windows of `size` frames along `axis`, every `stride` frames, whole ones only (like
         tf.signal.frame): `axis` becomes the window count and a new axis of `size` follows it."""

@@ -148,15 +148,16 @@ class CompiledNetwork(StepModel):
                                         rf.cast(frames, "float32").raw, loss.scale, normalized))
         return result
 
-    def l2_term(self, ctx: EmitContext) -> Tensor:
-        """Sum over layers of L2 * (sum of squares of their parameters)."""
+    def l2_term(self, ctx: EmitContext) -> Optional[Tensor]:
+        """Sum over layers of L2 * (sum of squares of their parameters); None if no layer sets L2."""
+        total = None
         with ctx.run:
-            total = rf.convert_to_tensor(0.0, backend=self.backend)
             for full, layer, _ in self.network.all_params():
                 l2 = layer.opts.get("L2")
                 if l2:
                     p = self.param_tensors[full]
-                    total = total + rf.reduce_sum(rf.square(p), axis=p.dims) * float(l2)
+                    term = rf.reduce_sum(rf.square(p), axis=p.dims) * float(l2)
+                    total = term if total is None else total + term
         return total
 
     def objective(self, losses: List[LossValue], ctx: EmitContext):
@@ -164,16 +165,19 @@ class CompiledNetwork(StepModel):
         frame, where the loss says `use_normalized_loss` or `custom_norm_factor`), scaled, summed; plus L2.
         A raw scalar."""
         backend = self.backend
-        total = self.l2_term(ctx).raw
+        l2 = self.l2_term(ctx)
+        total = None if l2 is None else l2.raw
         for value in losses:
             if value.loss_sum is None:  # an error only (edit_distance, bleu)
                 continue
-            term = backend.combine_raw(value.loss_sum, "mul", backend.convert_to_raw(value.scale, "float32"))
+            term = value.loss_sum
+            if value.scale != 1.0:
+                term = backend.combine_raw(term, "mul", backend.convert_to_raw(value.scale, "float32"))
             if value.normalized:
                 term = backend.combine_raw(term, "truediv", backend.combine_raw(
                     value.num_frames, "maximum", backend.convert_to_raw(1e-8, "float32")))
-            total = backend.combine_raw(total, "add", term)
-        return total
+            total = term if total is None else backend.combine_raw(total, "add", term)
+        return backend.convert_to_raw(0.0, "float32") if total is None else total
 
     # --- the step-model protocol (see `StepModel`) ----------------------------------------------
     def step_losses(self, inputs: Dict[str, Any], lengths: Dict[str, Any], training: bool):

@@ -34,8 +34,21 @@ def unpack_padded(x: Tensor, *, in_dim: Dim, dims: Sequence[Dim], fill: Any = 0)
     dims = list(dims)
     if len(dims) != 2:
         raise ValueError(f"unpack_padded: give the two dims that were packed, not {dims}")
+    if sequence_mask(dims) is None:  # no frame is padding (e.g. an eager run of full sequences): a reshape
+        return _split_packed(x, in_dim, dims)
     y = gather(x, indices=packed_positions(dims), axis=in_dim, clip_to_valid=True)
     return masked(y, dims, fill)
+
+
+def _split_packed(x: Tensor, in_dim: Dim, dims: Sequence[Dim]) -> Tensor:
+    """`x` with the axis `in_dim` split into `dims` in its place, row-major (`pack_padded` of frames none of which
+    is padding is their merge)."""
+    run, backend = get_run_ctx(), backend_for(x)
+    index = x.axis_of(in_dim)
+    shape = list(backend.get_shape_tuple_raw(x.raw))
+    raw = backend.reshape_raw(x.raw, shape[:index] + [run.dim_value(d) for d in dims] + shape[index + 1:])
+    time = next((d for d in dims if d.size is None and not d.is_batch), x.data.time_dim)
+    return Tensor(x.data.copy(dims=x.dims[:index] + tuple(dims) + x.dims[index + 1:], time_dim=time), raw)
 
 
 def merge_padded(x: Tensor, *, dims: Sequence[Dim], out_dim: Dim) -> Tensor:

@@ -58,8 +58,8 @@ def reduce(x: Tensor, *, mode: str, axis: Union[Dim, Sequence[Dim]], use_mask: b
     roles = {role: (getattr(x.data, role) if getattr(x.data, role) in out_dims else None)
              for role in ("time_dim", "feature_dim")}
     pad_dims = masked_dims(x, axes) if use_mask else []
-    if mode == "mean" and pad_dims:
-        mask = sequence_mask(pad_dims, like=x)
+    mask = sequence_mask(pad_dims, like=x) if mode == "mean" and pad_dims else None
+    if mask is not None:
         total = _masked_sum(x, mask, axes)
         count = _count(cast(mask, x.dtype), x, axes)
         return Tensor(Data(x.name, out_dims, x.dtype, **roles), permute(total / count, out_dims).raw)

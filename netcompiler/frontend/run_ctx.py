@@ -163,7 +163,9 @@ class RunContext:
 
     def mask(self, dim: Dim, like: Optional[Tensor] = None) -> Optional[Tensor]:
         """Bool Tensor, True on valid frames of `dim` (dims: the sizes' dims, then `dim`); None if `dim` has
-        no padding (static, or the batch). `like`: a tensor with axis `dim`, whose length the mask takes."""
+        no padding (static, or the batch; in an eager run also a dynamic dim whose sequences all fill the padded
+        length, so that masking and packing ops are skipped). `like`: a tensor with axis `dim`, whose length the
+        mask takes."""
         if dim.size is not None or dim.is_batch:
             return None
         kept = self._inherited("masks", dim)
@@ -177,6 +179,8 @@ class RunContext:
             maxlen = backend.get_shape_tuple_raw(like.raw)[like.axis_of(dim)]
         else:
             maxlen = self.dim_value(dim)
+        if backend.frames_all_valid_raw(sizes.raw, maxlen):
+            return None
         raw = backend.sequence_mask_raw(sizes.raw, maxlen)
         return Tensor(Data(f"mask:{dim.description}", sizes.dims + (dim,), "bool"), raw)
 

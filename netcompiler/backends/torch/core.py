@@ -358,6 +358,14 @@ class CoreOps:
     def sequence_mask_raw(cls, lengths: Any, maxlen: Any) -> Any:
         return torch.arange(as_int(maxlen)) < lengths.unsqueeze(-1)
 
+    @classmethod
+    def frames_all_valid_raw(cls, lengths: Any, maxlen: Any) -> bool:
+        # an eager host tensor only: on a GPU the answer would wait for the device, and torch.compile would break
+        # its graph here
+        if lengths.device.type != "cpu" or torch.compiler.is_compiling() or not lengths.numel():
+            return False
+        return int(lengths.min()) >= as_int(maxlen)
+
     # --- reductions and products ---------------------------------------------------------------------
     @classmethod
     def reduce_raw(cls, raw: Any, mode: str, axes: Sequence[int]) -> Any:
@@ -469,7 +477,7 @@ class CoreOps:
     @classmethod
     def assert_equal_raw(cls, a: Any, b: Any, message: str) -> Any:
         """Checks at once (eager): a ValueError with `message` unless a == b everywhere."""
-        if not bool(torch.all(a == b)):
+        if a is not b and not bool(torch.all(a == b)):
             raise ValueError(message)
         return None
 
