@@ -116,11 +116,17 @@ class FramewiseLoss(CheckedLoss):
 
     def sums(self, ctx, output, target):
         dims = frame_dims(self.layer.output)
-        out, frames = rf.pack_padded(self.frame_input(ctx, output), dims=dims)
-        tgt, _ = rf.pack_padded(self.paired_target(target), dims=dims, out_dim=frames)
-        losses, errors = self.frame_losses(out, tgt)
-        error_sum = None if errors is None else rf.reduce_sum(rf.cast(errors, "float32"), axis=frames)
-        return rf.reduce_sum(losses, axis=frames), error_sum, rf.dim_size_tensor(frames)
+        out, tgt = self.frame_input(ctx, output), self.paired_target(target)
+        if rf.sequence_mask(dims, like=out) is None:  # no frame is padding (an eager run of full sequences)
+            losses, errors = self.frame_losses(out, tgt)
+            count = rf.frames_in(out, dims)
+        else:
+            out, frames = rf.pack_padded(out, dims=dims)
+            tgt, _ = rf.pack_padded(tgt, dims=dims, out_dim=frames)
+            losses, errors = self.frame_losses(out, tgt)
+            dims, count = [frames], rf.dim_size_tensor(frames)
+        error_sum = None if errors is None else rf.reduce_sum(rf.cast(errors, "float32"), axis=dims, use_mask=False)
+        return rf.reduce_sum(losses, axis=dims, use_mask=False), error_sum, count
 
     def frame_input(self, ctx, output):
         """What is flattened on the output side (laid out as the output)."""

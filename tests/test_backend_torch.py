@@ -76,10 +76,10 @@ def _weighted_sum(backend, ctx, layer):
     return tf.cast(tf.reduce_sum(y * weights), tf.float64)
 
 
-def _equal_length_batch(network):
-    """random_batch with every dynamic time dim as long as the first one (losses check output and target
-    lengths are equal)."""
-    inputs, lengths = random_batch(network)
+def _equal_length_batch(network, full: bool = False):
+    """random_batch (`full`: without padding) with every dynamic time dim as long as the first one (losses
+    check output and target lengths are equal)."""
+    inputs, lengths = random_batch(network, full=full)
     if not lengths:
         return inputs, lengths
     first = next(iter(lengths.values()))
@@ -95,10 +95,10 @@ def _equal_length_batch(network):
     return inputs, lengths
 
 
-def _compare_losses(case, network, tf_model, torch_model):
+def _compare_losses(case, network, tf_model, torch_model, full: bool = False):
     if not tf_model.loss_layers():
         return
-    inputs, lengths = _equal_length_batch(network)
+    inputs, lengths = _equal_length_batch(network, full)
     with tf.GradientTape() as tape:
         tf_ctx = tf_model.forward(inputs, lengths, training=case.training)
         tf_losses = tf_model.losses(tf_ctx)
@@ -154,7 +154,7 @@ def _compare_with_tensorflow(case, full: bool):
         mask = _valid(layer, want.shape, tf_ctx)
         _assert_close(got[mask], want[mask], case, f"layer {name}")
 
-    _compare_losses(case, network, tf_model, torch_model)
+    _compare_losses(case, network, tf_model, torch_model, full)
 
     # gradients of a masked weighted sum of the float outputs
     if not targets or not variables:

@@ -14,8 +14,8 @@ backend `rf.select_backend_torch()` / `rf.select_backend_tf()` chose, or the run
 from ..tensor import Data, Dim, Tensor, batch_dim
 from . import math as _math
 from .array import (
-    concat, convert_to_tensor, cumsum, dim_size_tensor, expand_dim, full, gather, masked, merge_dims, ones, pad,
-    permute, range_over_dim, replace_dim, reverse_sequence, sequence_mask, shape_of, slice, split, split_dims,
+    concat, convert_to_tensor, cumsum, dim_size_tensor, expand_dim, frames_in, full, gather, masked, merge_dims, ones,
+    pad, permute, range_over_dim, replace_dim, reverse_sequence, sequence_mask, shape_of, slice, split, split_dims,
     one_hot, pack_padded, squeeze, stack, zeros, zeros_like,
 )
 from .beam import backtrack, beam_step, best_rows, gather_batch, initial_scores, sort_beams, tile_batch

@@ -34,6 +34,17 @@ def shape_of(dims: Sequence[Dim]) -> List[Any]:
     return [ctx.dim_value(d) for d in dims]
 
 
+def frames_in(x: Tensor, dims: Sequence[Dim], dtype: str = "float32") -> Tensor:
+    """How many frames of `dims` `x` holds, padding included: the product of its lengths along them (a scalar)."""
+    shape = backend_for(x).get_shape_tuple_raw(x.raw)
+    count = product_of_sizes([shape[x.axis_of(d)] for d in dims])
+    if isinstance(count, int):
+        return convert_to_tensor(count, dtype=dtype)
+    from .math import cast
+
+    return cast(Tensor(Data("frames", (), "int32"), count), dtype)
+
+
 def full(dims: Sequence[Dim], fill_value: Any, *, dtype: str = "float32", sparse_dim: Optional[Dim] = None,
          name: str = "full", **roles) -> Tensor:
     backend = backend_for()
