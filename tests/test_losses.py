@@ -350,6 +350,23 @@ def test_objective_sums_scaled_losses_normalising_only_where_asked():
     assert float(values["output"].num_frames) == float(values["reg"].num_frames) == LENGTHS.sum()
 
 
+def test_objective_adds_l2_of_the_layers_that_set_it():
+    """RETURNN's L2: the layer's factor times the sum of squares of all its parameters (2 * tf.nn.l2_loss), added
+    to the objective; layers without L2 add nothing."""
+    net = layer("softmax", "ce")
+    net["hidden"] = {"class": "linear", "from": "data", "n_out": 5, "activation": "tanh", "L2": 0.01}
+    net["other"] = {"class": "linear", "from": "data", "n_out": 5, "loss": "mse", "target": "feats", "L2": 0.0}
+    net["output"]["from"] = "hidden"
+    net["other"]["n_out"] = 6
+    network, model = compile_net(net)
+    inputs, lengths = frame_batch(network)
+    ctx = model.forward(inputs, lengths, training=False)
+    values = model.losses(ctx)
+    squares = sum(float(np.sum(np.square(model.params[name].numpy()))) for name in ("hidden/W", "hidden/b"))
+    want = sum(float(v.loss_sum) for v in values) + 0.01 * squares
+    np.testing.assert_allclose(float(model.objective(values, ctx)), want, rtol=1e-6)
+
+
 def test_error_names():
     from netcompiler.loss_base import loss_classes
 

@@ -90,7 +90,11 @@ class CompiledNetwork(StepModel):
         self.network = network
         self.backend = get_backend(backend)
         self.param_tensors: Dict[str, Tensor] = {}
+        self._l2_scales: List[Tuple[str, float]] = []
+        """(parameter name, the L2 factor of its layer) of the layers that set L2."""
         for full, layer, spec in network.all_params():
+            if layer.opts.get("L2"):
+                self._l2_scales.append((full, float(layer.opts["L2"])))
             trainable = spec.trainable and bool(layer.opts.get("trainable", True))
             self.param_tensors[full] = rf.create_parameter(
                 self.backend, full, spec.shape, init=spec.init, dtype=spec.dtype,
@@ -152,12 +156,10 @@ class CompiledNetwork(StepModel):
         """Sum over layers of L2 * (sum of squares of their parameters); None if no layer sets L2."""
         total = None
         with ctx.run:
-            for full, layer, _ in self.network.all_params():
-                l2 = layer.opts.get("L2")
-                if l2:
-                    p = self.param_tensors[full]
-                    term = rf.reduce_sum(rf.square(p), axis=p.dims) * float(l2)
-                    total = term if total is None else total + term
+            for full, l2 in self._l2_scales:
+                p = self.param_tensors[full]
+                term = rf.reduce_sum(rf.square(p), axis=p.dims) * l2
+                total = term if total is None else total + term
         return total
 
     def objective(self, losses: List[LossValue], ctx: EmitContext):
