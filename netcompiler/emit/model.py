@@ -104,6 +104,7 @@ class CompiledNetwork(StepModel):
         self.checkpoint_root = self.backend.parameter_container(self.params)
         """What a checkpoint saves the parameters through (TF: a tf.Module whose `params` are these)."""
         self._eager_plan = None
+        self._loss_layers = None
         """(layers the losses read, softmax layers whose logits suffice) of an eager step (`step_losses`)."""
 
     def param(self, layer, name: str):
@@ -134,8 +135,12 @@ class CompiledNetwork(StepModel):
     def _extern_tensors(self, run: rf.RunContext, inputs: Dict[str, Any], lengths: Dict[str, Any]) -> Dict[str, Tensor]:
         return batch_tensors(run, self.network.extern_data, inputs, lengths)[0]
 
-    def loss_layers(self):
-        return [layer for layer in self.network.all_layers() if getattr(layer, "loss", None) is not None]
+    def loss_layers(self) -> Tuple[Any, ...]:
+        """The layers with a loss, nested ones included (found once: the network does not change)."""
+        if self._loss_layers is None:
+            self._loss_layers = tuple(layer for layer in self.network.all_layers()
+                                      if getattr(layer, "loss", None) is not None)
+        return self._loss_layers
 
     def losses(self, ctx: EmitContext) -> List[LossValue]:
         result = []
