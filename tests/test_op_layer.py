@@ -148,6 +148,23 @@ def test_a_mask_only_where_some_sequence_is_shorter(backend):
                                       np.arange(4)[None, :] < np.array([4, 2, 4])[:, None])
 
 
+def test_a_kept_mask_of_full_sequences_is_no_mask_in_loop_steps():
+    """`keep_mask` before a loop remembers that a full batch has no padding: the steps (also of a beam search,
+    whose contexts repeat what they inherit per hypothesis) get None without checking the lengths again."""
+    pytest.importorskip("torch", reason="PyTorch is an optional extra")
+    from layer_harness import run_context
+
+    with run_context([4, 4, 4], backend="torch") as full:
+        full.keep_mask(full.time)
+        full.keep_mask(batch_dim)  # the batch has no mask: nothing kept
+        assert full.masks.get(batch_dim) is None
+        step = full.child(beam=2)
+        full.backend = None  # a step that made a mask (or checked lengths) would fail now
+        step.backend = None
+        assert step.mask(full.time) is None
+        assert full.mask(full.time) is None
+
+
 def test_size_table_survives_declare_same_as_after_use():
     """A Dim used as a size-table key and declared the same as another afterwards is still found, by
     either Dim."""

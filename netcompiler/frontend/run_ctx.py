@@ -18,6 +18,9 @@ from ..tensor import Data, Dim, Tensor, batch_dim
 
 _stack: List["RunContext"] = []
 
+_NO_PADDING = object()
+"""What `keep_mask` keeps for a dim none of whose frames is padding (`mask` then gives None)."""
+
 
 @dataclass
 class MarkedLoss:
@@ -144,7 +147,7 @@ class RunContext:
         if found is not None or self.parent is None:
             return found
         found = self.parent._inherited(table, dim)
-        if found is not None and self.beam > 1:
+        if found is not None and found is not _NO_PADDING and self.beam > 1:
             from .beam import tile_batch
 
             found = found * self.beam if dim.is_batch and not found.dims else tile_batch(found, self.beam)
@@ -170,7 +173,7 @@ class RunContext:
             return None
         kept = self._inherited("masks", dim)
         if kept is not None:
-            return kept
+            return None if kept is _NO_PADDING else kept
         sizes = self.size(dim)
         if not isinstance(sizes, Tensor) or not sizes.dims:
             return None
@@ -188,9 +191,10 @@ class RunContext:
     def keep_mask(self, dim: Dim) -> None:
         """Makes the mask of `dim` now and keeps it for this context and its children (a loop's steps then
         reuse it instead of making it at every step)."""
+        if dim.size is not None or dim.is_batch:
+            return
         mask = self.mask(dim)
-        if mask is not None:
-            self.masks.set(dim, mask)
+        self.masks.set(dim, _NO_PADDING if mask is None else mask)
 
 
     # --- losses and outputs that model code marks --------------------------------------------
