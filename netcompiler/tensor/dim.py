@@ -193,8 +193,18 @@ class Dim:
             raise ValueError(f"cannot declare {self} the same as {other}: sizes differ")
         mine._same_as = theirs
 
+    # __eq__ and __hash__ run hundreds of times per eager step: the root walk is written out in them
     def __eq__(self, other):
-        return isinstance(other, Dim) and self.root() is other.root()
+        if self is other:
+            return True
+        if not isinstance(other, Dim):
+            return False
+        mine, theirs = self, other
+        while mine._same_as is not None:
+            mine = mine._same_as
+        while theirs._same_as is not None:
+            theirs = theirs._same_as
+        return mine is theirs
 
     def __copy__(self):
         return self  # an axis identity: a copy of a model keeps its dims
@@ -203,7 +213,10 @@ class Dim:
         return self
 
     def __hash__(self):
-        return hash(self.root_id())
+        root = self
+        while root._same_as is not None:
+            root = root._same_as
+        return hash(root._id)
 
     # properties -----------------------------------------------------------
     @property
