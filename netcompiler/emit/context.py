@@ -10,6 +10,7 @@ in the `RunContext` (`netcompiler.frontend.run_ctx`) that the pass runs in.
 
 from __future__ import annotations
 
+import functools
 import weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional
@@ -330,6 +331,7 @@ def dropout(layer, x: Tensor) -> Tensor:
     return rf.dropout(x, rate, axis=varying, on_forward=bool(layer.opts.get("dropout_on_forward")))
 
 
+@functools.lru_cache(maxsize=4096)
 def _scope_name(name: str) -> str:
     return "".join(c if c.isalnum() or c in "_.-/" else "_" for c in name).strip("/") or "layer"
 

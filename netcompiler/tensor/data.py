@@ -131,13 +131,13 @@ class Data:
     # axes -------------------------------------------------------------------
     def axis_of(self, dim: Dim) -> int:
         """The axis that carries `dim`; ValueError if none does."""
-        for i, d in enumerate(self.dims):
-            if d == dim:
-                return i
-        raise ValueError(f"{dim} is not a dim of {self.name!r} {self.describe()}")
+        try:
+            return self.dims.index(dim)  # Dim.__eq__ (the same axis), identity first
+        except ValueError:
+            raise ValueError(f"{dim} is not a dim of {self.name!r} {self.describe()}") from None
 
     def has_dim(self, dim: Dim) -> bool:
-        return any(d == dim for d in self.dims)
+        return dim in self.dims
 
     # copies -------------------------------------------------------------------
     def copy(self, **changes) -> "Data":
