@@ -181,6 +181,7 @@ CASES = [
     Case(("concat",), lambda m, x, y: rf.concat((x, F), (y, F), out_dim=Dim(8, name="feat2")), XY),
     Case(("convert_to_tensor",), lambda m, x: x * rf.convert_to_tensor(np.arange(4, dtype="float32"), dims=[F])),
     Case(("dim_size_tensor",), lambda m, x: rf.dim_size_tensor(T)),
+    Case(("frames_in",), lambda m, x: {"all": rf.frames_in(x, [B, T, F]), "int": rf.frames_in(x, [T], "int32")}),
     Case(("expand_dim",), lambda m, x: rf.expand_dim(x, Dim(1, name="one"))),
     Case(("squeeze",), lambda m, x: rf.squeeze(rf.expand_dim(x, ONE), ONE)),
     Case(("full",), lambda m, x: x + rf.full([F], 2.5)),
