@@ -104,8 +104,8 @@ class CompiledNetwork(StepModel):
         self.checkpoint_root = self.backend.parameter_container(self.params)
         """What a checkpoint saves the parameters through (TF: a tf.Module whose `params` are these)."""
         self._eager_plan = None
-        self._loss_layers = None
         """(layers the losses read, softmax layers whose logits suffice) of an eager step (`step_losses`)."""
+        self._loss_layers = None
 
     def param(self, layer, name: str):
         return self.params[layer.param_full_name(name)]
