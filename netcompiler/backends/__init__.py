@@ -39,9 +39,14 @@ def get_backend(name: str) -> type:
 
 def backend_of(raw: Any) -> Optional[type]:
     """The backend whose raw tensor `raw` is, or None for Python numbers, NumPy arrays and None."""
-    top = type(raw).__module__.split(".", 1)[0]
-    name = _RAW_MODULES.get(top)
-    return None if name is None else get_backend(name)
+    kind = type(raw)
+    if kind not in _backend_of_type:  # asked for nearly every op result: answered per type once
+        name = _RAW_MODULES.get(kind.__module__.split(".", 1)[0])
+        _backend_of_type[kind] = None if name is None else get_backend(name)
+    return _backend_of_type[kind]
+
+
+_backend_of_type: Dict[type, Optional[type]] = {}
 
 
 __all__ = ["Backend", "backend_of", "get_backend"]
