@@ -9,7 +9,12 @@ backend does not provide raises `NotImplementedError` naming the operation.
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any, Callable, Optional, Sequence, Tuple
+
+
+_NO_SCOPE = contextlib.nullcontext()
+"""The scope of backends without one (a nullcontext can be entered again and again)."""
 
 
 def _missing(backend, what: str):
@@ -368,17 +373,13 @@ class Backend:
     @classmethod
     def name_scope_raw(cls, name: str):
         """A context manager naming the ops created in it (a no-op where ops have no names)."""
-        import contextlib
-
-        return contextlib.nullcontext()
+        return _NO_SCOPE
 
     @classmethod
     def emission_scope_raw(cls):
         """A context manager for emitting layers: the framework must run the code as written (it makes its control
         flow with `cond_raw` and `while_loop_raw`), not rewrite it (a no-op where nothing rewrites code)."""
-        import contextlib
-
-        return contextlib.nullcontext()
+        return _NO_SCOPE
 
     # --- user code ------------------------------------------------------------------------------------------
     @classmethod

@@ -72,9 +72,8 @@ class TorchTrainer(EpochLoop):
     # --- steps -------------------------------------------------------------------------
     @staticmethod
     def _results(losses):
-        zero = torch.zeros(())
         return {v.name: (None if v.loss_sum is None else v.loss_sum.detach(),  # None: an error only (as_error)
-                         zero if v.error_sum is None else v.error_sum.detach(), v.num_frames.detach())
+                         torch.zeros(()) if v.error_sum is None else v.error_sum.detach(), v.num_frames.detach())
                 for v in losses}
 
     def train_step(self, inputs, lengths):

@@ -9,7 +9,6 @@ batch axes, reductions over no axis change nothing, and a Python number next to 
 
 from __future__ import annotations
 
-import contextlib
 from typing import Any, Optional, Sequence
 
 import numpy as np
@@ -468,10 +467,6 @@ class CoreOps:
             for out, s in zip(outputs, state):
                 out.append(s)
         return [torch.stack(out) if out else s.new_zeros((0,) + tuple(s.shape)) for out, s in zip(outputs, initial)]
-
-    @classmethod
-    def name_scope_raw(cls, name: str):
-        return contextlib.nullcontext()
 
     # --- checks --------------------------------------------------------------------------------------------
     @classmethod
