@@ -71,3 +71,17 @@ def test_not_used_where_it_does_not_apply():
         assert kernel(*args, 4) is None  # bfloat16 autocast: the loop
     assert kernel(*make_args(0, 3, 2, 5), 0) is None  # no frames
     assert kernel(*(a.double() if i == 3 else a for i, a in enumerate(args)), 4) is None  # mixed dtypes
+
+
+def test_training_after_a_first_run_in_inference_mode():
+    """The gate re-layout's index (made on first use and kept) must not be an inference tensor: a backward pass
+    after a first run under `torch.inference_mode` (e.g. a forward job before training) saves it."""
+    from netcompiler.backends.torch.lstm_kernel import _ifco_order
+
+    _ifco_order.cache_clear()
+    args = make_args(5, 3, 4, 6)
+    with torch.inference_mode():
+        kernel(*[a.detach() for a in args], torch.tensor([5, 3, 1]))
+    hs, h, c = kernel(*args, torch.tensor([5, 3, 1]))
+    (hs.sum() + h.sum() + c.sum()).backward()
+    assert all(a.grad is not None for a in args[1:4])

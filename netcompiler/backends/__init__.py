@@ -37,6 +37,10 @@ def get_backend(name: str) -> type:
     return _loaded[name]
 
 
+_backend_of_type: Dict[type, Optional[type]] = {}
+"""A raw value's type -> its backend (None: not a backend's tensor), filled by `backend_of`."""
+
+
 def backend_of(raw: Any) -> Optional[type]:
     """The backend whose raw tensor `raw` is, or None for Python numbers, NumPy arrays and None."""
     kind = type(raw)
@@ -44,9 +48,6 @@ def backend_of(raw: Any) -> Optional[type]:
         name = _RAW_MODULES.get(kind.__module__.split(".", 1)[0])
         _backend_of_type[kind] = None if name is None else get_backend(name)
     return _backend_of_type[kind]
-
-
-_backend_of_type: Dict[type, Optional[type]] = {}
 
 
 __all__ = ["Backend", "backend_of", "get_backend"]

@@ -105,7 +105,7 @@ class CompiledNetwork(StepModel):
         """What a checkpoint saves the parameters through (TF: a tf.Module whose `params` are these)."""
         self._eager_plan = None
         """(layers the losses read, softmax layers whose logits suffice) of an eager step (`step_losses`)."""
-        self._loss_layers = None
+        self._loss_layers = tuple(layer for layer in network.all_layers() if getattr(layer, "loss", None) is not None)
 
     def param(self, layer, name: str):
         return self.params[layer.param_full_name(name)]
@@ -137,9 +137,6 @@ class CompiledNetwork(StepModel):
 
     def loss_layers(self) -> Tuple[Any, ...]:
         """The layers with a loss, nested ones included (found once: the network does not change)."""
-        if self._loss_layers is None:
-            self._loss_layers = tuple(layer for layer in self.network.all_layers()
-                                      if getattr(layer, "loss", None) is not None)
         return self._loss_layers
 
     def losses(self, ctx: EmitContext) -> List[LossValue]:

@@ -43,10 +43,17 @@ def unpack_padded(x: Tensor, *, in_dim: Dim, dims: Sequence[Dim], fill: Any = 0)
 def _split_packed(x: Tensor, in_dim: Dim, dims: Sequence[Dim]) -> Tensor:
     """`x` with the axis `in_dim` split into `dims` in its place, row-major (`pack_padded` of frames none of which
     is padding is their merge)."""
-    run, backend = get_run_ctx(), backend_for(x)
+    run = get_run_ctx()
+    return _split_axis(x, in_dim, dims, [run.dim_value(d) for d in dims])
+
+
+def _split_axis(x: Tensor, in_dim: Dim, dims: Sequence[Dim], sizes: Sequence[Any]) -> Tensor:
+    """`x` with the axis `in_dim` reshaped into `dims` of lengths `sizes` (ints, raw scalars, or one -1) in its
+    place; the first dynamic non-batch dim among them becomes the time dim."""
+    backend = backend_for(x)
     index = x.axis_of(in_dim)
     shape = list(backend.get_shape_tuple_raw(x.raw))
-    raw = backend.reshape_raw(x.raw, shape[:index] + [run.dim_value(d) for d in dims] + shape[index + 1:])
+    raw = backend.reshape_raw(x.raw, shape[:index] + list(sizes) + shape[index + 1:])
     time = next((d for d in dims if d.size is None and not d.is_batch), x.data.time_dim)
     return Tensor(x.data.copy(dims=x.dims[:index] + tuple(dims) + x.dims[index + 1:], time_dim=time), raw)
 
@@ -70,13 +77,7 @@ def split_padded(x: Tensor, *, in_dim: Dim, dims: Sequence[Dim]) -> Tensor:
     batch_size = run.size(dims[0])
     sizes = [batch_size.raw if isinstance(batch_size, Tensor) else batch_size]
     sizes += [-1 if d.size is None else d.size for d in dims[1:]]
-    backend = backend_for(x)
-    index = x.axis_of(in_dim)
-    shape = list(backend.get_shape_tuple_raw(x.raw))
-    raw = backend.reshape_raw(x.raw, shape[:index] + sizes + shape[index + 1:])
-    out_dims = x.dims[:index] + tuple(dims) + x.dims[index + 1:]
-    time = next((d for d in dims[1:] if d.size is None), x.data.time_dim)
-    return Tensor(x.data.copy(dims=out_dims, time_dim=time), raw)
+    return _split_axis(x, in_dim, dims, sizes)
 
 
 def sizes_along_padded(sizes: Tensor, *, merged: Tensor, in_dims: Sequence[Dim], like: Tensor) -> Tensor:
