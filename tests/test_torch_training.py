@@ -28,7 +28,7 @@ from netcompiler.engine.main import run_task  # noqa: E402
 from netcompiler.engine.optimizers import clip_gradients, make_optimizer  # noqa: E402
 from netcompiler.engine.torch_checkpoints import TorchCheckpointManager  # noqa: E402
 from netcompiler.engine.torch_optimizers import (  # noqa: E402
-    clip_torch_gradients, make_torch_optimizer, process_gradients_fn, set_torch_learning_rate,
+    clip_torch_gradients, make_torch_optimizer, optimizer_step, process_gradients_fn, set_torch_learning_rate,
 )
 from netcompiler.engine.torch_trainer import TorchTrainer, to_torch  # noqa: E402
 from netcompiler.engine.trainer import Trainer  # noqa: E402
@@ -310,6 +310,40 @@ def test_optimizer_steps_match_tensorflow(config):
         torch_opt.step()
     np.testing.assert_allclose(param.detach().numpy(), tf_var.numpy(), rtol=2e-4, atol=2e-6)
     assert not np.allclose(param.detach().numpy(), start)
+
+
+@pytest.mark.parametrize("config", OPTIMIZER_CASES, ids=lambda c: repr(c)[:60])
+def test_the_trainers_update_function_updates_as_optimizer_step_does(config):
+    """`optimizer_step` (the direct fused kernels for Adam and AdamW) leaves parameters and state exactly as
+    ``optimizer.step`` does, over updates where one parameter has no gradient, a new one gets its first, and the
+    rate changes; only updates that make state go through ``step``."""
+    rng = np.random.RandomState(3)
+    start = [rng.randn(3, 4).astype("float32"), rng.randn(5).astype("float32")]
+    grads = [[rng.randn(*a.shape).astype("float32") for a in start] for _ in range(4)]
+    grads[0][1] = None  # the second parameter's state is made at the second update
+    sides = []
+    for _ in range(2):
+        params = [torch.nn.Parameter(torch.from_numpy(a.copy())) for a in start]
+        sides.append((params, make_torch_optimizer(dict(config, learning_rate=0.05), params)))
+    (params, reference), (params_b, optimizer) = sides
+    update, calls = optimizer_step(optimizer), []
+    step = optimizer.step
+    optimizer.step = lambda: [calls.append(1), step()][1]
+    for i, step_grads in enumerate(grads):
+        if i == 2:
+            set_torch_learning_rate(reference, 0.02)
+            set_torch_learning_rate(optimizer, 0.02)
+        for ps in (params, params_b):
+            for p, g in zip(ps, step_grads):
+                p.grad = None if g is None else torch.from_numpy(g)
+        reference.step()
+        update()
+    for p, q in zip(params, params_b):
+        assert torch.equal(p, q)
+        for key, value in reference.state[p].items():
+            assert torch.equal(value, optimizer.state[q][key]), key
+    direct = config.get("optimizer", {}).get("class") in ("adam", "adamw")
+    assert len(calls) == (2 if direct else 0)
 
 
 def test_optimizer_errors_are_the_tensorflow_sides():

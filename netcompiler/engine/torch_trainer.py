@@ -15,6 +15,7 @@ from .batching import BatchSettings
 from .epochs import EpochLoop
 from .feeding import extern_frame_shapes, numpy_batches
 from .precision import StepCompute, torch_step_losses, torch_step_scope
+from .torch_optimizers import optimizer_step
 
 
 def to_torch(batch: Dict[str, Any]) -> Dict[str, torch.Tensor]:
@@ -39,6 +40,7 @@ class TorchTrainer(EpochLoop):
         """bfloat16 autocast, torch.compile (config keys torch_amp, torch_compile: see `precision`)."""
         self._step_losses = torch_step_losses(model, self.compute)
         self.optimizer = optimizer
+        self._apply_update = None if optimizer is None else optimizer_step(optimizer)
         self.batching = batching
         self.process_gradients = process_gradients
         self.stop_on_nonfinite = stop_on_nonfinite
@@ -122,7 +124,7 @@ class TorchTrainer(EpochLoop):
         self.workers.reduce_gradients(self.params)  # summed over workers (distributed.py)
         if self.process_gradients is not None:
             self.process_gradients(self.params)
-        self.optimizer.step()
+        self._apply_update()
         self.step_count += 1
         self._pending = 0
         self._zero_grad()
