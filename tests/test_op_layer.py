@@ -71,6 +71,13 @@ def test_reduce_masks_padding_of_the_reduced_dynamic_dim(run):
     np.testing.assert_array_equal(argmax.raw.numpy(), np.nanargmax(valid(values), axis=1))
 
 
+def test_argmax_and_argmin_take_the_first_of_tied_extremes(run):
+    feat = FeatureDim("f", 5)
+    x = tensor(np.array([[1, 3, 3, 0, 3], [2, 0, 0, 2, 0], [4, 4, 4, 4, 4]], "float32"), [batch_dim, feat])
+    np.testing.assert_array_equal(rf.reduce(x, mode="argmax", axis=feat).raw.numpy(), [1, 0, 0])
+    np.testing.assert_array_equal(rf.reduce(x, mode="argmin", axis=feat).raw.numpy(), [3, 1, 0])
+
+
 def test_matmul_with_shared_and_dynamic_reduced_dims(run):
     rng = np.random.RandomState(1)
     heads, feat = SpatialDim("heads", 2), FeatureDim("f", 3)
