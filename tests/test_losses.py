@@ -367,6 +367,22 @@ def test_objective_adds_l2_of_the_layers_that_set_it():
     np.testing.assert_allclose(float(model.objective(values, ctx)), want, rtol=1e-6)
 
 
+def test_a_loss_with_scale_0_is_left_out_of_the_objective():
+    """As in RETURNN ("scale 0 means to not use this loss"): its value is reported but not added, so a NaN there
+    leaves the objective finite (a multiplication by 0 would not)."""
+    net = layer("softmax", "ce")
+    net["other"] = {"class": "linear", "from": "data", "n_out": 6, "loss": "mse", "target": "feats",
+                    "loss_scale": 0.0}
+    network, model = compile_net(net)
+    inputs, lengths = frame_batch(network)
+    inputs["feats"][0, 0, 0] = np.nan
+    ctx = model.forward(inputs, lengths, training=False)
+    values = {v.name: v for v in model.losses(ctx)}
+    assert np.isnan(float(values["other"].loss_sum))
+    np.testing.assert_allclose(float(model.objective(list(values.values()), ctx)),
+                               float(values["output"].loss_sum), rtol=1e-6)
+
+
 def test_error_names():
     from netcompiler.loss_base import loss_classes
 

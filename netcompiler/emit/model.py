@@ -26,6 +26,24 @@ class LossValue:
     """Whether training minimises the loss per frame (RETURNN's `use_normalized_loss`) or its sum."""
 
 
+def objective_of(losses: List[LossValue], backend, total: Any = None):
+    """What training minimises, as in RETURNN (a raw scalar): each loss summed over the batch's valid frames
+    (or per frame, where the loss says `use_normalized_loss` or `custom_norm_factor`), times its scale, added to
+    `total` (e.g. an L2 term). A loss with scale 0 is left out, as RETURNN leaves it out (a NaN there then
+    does not stop training); an error-only loss (edit_distance, bleu) has no sum."""
+    for value in losses:
+        if value.loss_sum is None or value.scale == 0.0:
+            continue
+        term = value.loss_sum
+        if value.scale != 1.0:
+            term = backend.combine_raw(term, "mul", backend.convert_to_raw(value.scale, "float32"))
+        if value.normalized:
+            term = backend.combine_raw(term, "truediv", backend.combine_raw(
+                value.num_frames, "maximum", backend.convert_to_raw(1e-8, "float32")))
+        total = term if total is None else backend.combine_raw(total, "add", term)
+    return backend.convert_to_raw(0.0, "float32") if total is None else total
+
+
 class StepModel:
     """What a trainer trains (the "step model" protocol): documentation of the attributes and methods that
     `CompiledNetwork` (layer dicts) and the frontend's `FrontendModel` both provide. Trainers use nothing else,
@@ -165,23 +183,9 @@ class CompiledNetwork(StepModel):
         return total
 
     def objective(self, losses: List[LossValue], ctx: EmitContext):
-        """What training minimises, as in RETURNN: each loss summed over the batch's valid frames (or per
-        frame, where the loss says `use_normalized_loss` or `custom_norm_factor`), scaled, summed; plus L2.
-        A raw scalar."""
-        backend = self.backend
+        """What training minimises (`objective_of`), plus L2. A raw scalar."""
         l2 = self.l2_term(ctx)
-        total = None if l2 is None else l2.raw
-        for value in losses:
-            if value.loss_sum is None:  # an error only (edit_distance, bleu)
-                continue
-            term = value.loss_sum
-            if value.scale != 1.0:
-                term = backend.combine_raw(term, "mul", backend.convert_to_raw(value.scale, "float32"))
-            if value.normalized:
-                term = backend.combine_raw(term, "truediv", backend.combine_raw(
-                    value.num_frames, "maximum", backend.convert_to_raw(1e-8, "float32")))
-            total = term if total is None else backend.combine_raw(total, "add", term)
-        return backend.convert_to_raw(0.0, "float32") if total is None else total
+        return objective_of(losses, self.backend, None if l2 is None else l2.raw)
 
     # --- the step-model protocol (see `StepModel`) ----------------------------------------------
     def step_losses(self, inputs: Dict[str, Any], lengths: Dict[str, Any], training: bool):

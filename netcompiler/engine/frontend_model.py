@@ -25,7 +25,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from .. import frontend as rf
 from ..backends import get_backend
-from ..emit.model import LossValue, batch_tensors
+from ..emit.model import LossValue, batch_tensors, objective_of
 from ..errors import ConfigError, SourceLocation
 from ..extern_data import data_from_options, extern_data_from_config
 from ..tensor import Data, Tensor, TensorDict
@@ -241,20 +241,8 @@ class FrontendModel:
         return rf.reduce_sum(factor, axis=list(factor.dims)) if factor.dims else factor
 
     def objective(self, losses: List[LossValue]):
-        """What training minimises (a raw scalar): see `step_losses`."""
-        backend = self.backend
-        total = backend.convert_to_raw(0.0, "float32")
-        for value in losses:
-            if value.loss_sum is None or value.scale == 0.0:
-                continue
-            term = value.loss_sum
-            if value.normalized:
-                term = backend.combine_raw(term, "truediv", backend.combine_raw(
-                    value.num_frames, "maximum", backend.convert_to_raw(1e-8, "float32")))
-            if value.scale != 1.0:
-                term = backend.combine_raw(term, "mul", backend.convert_to_raw(value.scale, "float32"))
-            total = backend.combine_raw(total, "add", term)
-        return total
+        """What training minimises (a raw scalar): see `objective_of`."""
+        return objective_of(losses, self.backend)
 
     # --- names and inputs --------------------------------------------------------------------------
     def probe_losses(self) -> Dict[str, rf.MarkedLoss]:
