@@ -8,7 +8,7 @@ import numpy as np
 import tensorflow as tf
 
 from .graph_memo import graph_constant, graph_shape, same_shape
-from .tape_gradient import with_tape_gradient
+from .tape_gradient import with_tape_gradient, with_tape_gradients
 
 _COMBINE = {
     "add": tf.add, "sub": tf.subtract, "mul": tf.multiply, "truediv": tf.math.truediv,
@@ -289,6 +289,21 @@ class CoreOps:
     @classmethod
     def matmul_raw(cls, a: Any, b: Any) -> Any:
         return tf.linalg.matmul(a, b)
+
+    @classmethod
+    def matmul_folded_raw(cls, a: Any, b: Any) -> Optional[Any]:
+        # one Einsum instead of a MatMul between reshapes (the same kernel time), its gradient two Einsums of our
+        # own (TF's adds a Shape and a Const per call for broadcasting a and b do not have here)
+        rank = a.shape.rank
+        if rank is None or rank < 3 or b.shape.rank != 2 or not a.dtype.is_floating:
+            return None
+        outer = "abcdefghijklmnopqrstuvw"[:rank - 1]
+        y = with_tape_gradients(
+            "FoldedMatMul", lambda a, b: tf.einsum(f"{outer}x,xy->{outer}y", a, b), [a, b],
+            lambda dy, ab: [tf.einsum(f"{outer}y,xy->{outer}x", dy, ab[1]), tf.einsum(f"{outer}x,{outer}y->xy", ab[0], dy)])
+        if b.shape[0] is not None and b.shape[0] == b.shape[1]:
+            same_shape(y, a)  # a chain of square layers then shares one Shape op
+        return y
 
     @classmethod
     def softmax_raw(cls, raw: Any, axis: int, log: bool) -> Any:

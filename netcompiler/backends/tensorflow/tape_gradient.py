@@ -8,7 +8,7 @@ own registered gradients apply, which give the same values."""
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, List, Sequence
 
 import tensorflow as tf
 
@@ -20,16 +20,23 @@ except ImportError:  # pragma: no cover - an older or newer TF without it: tf.cu
 
 def with_tape_gradient(name: str, forward: Callable[[Any], Any], x: Any, backward: Callable[[Any], Any]) -> Any:
     """`forward(x)`, whose gradient on the tape is `backward(dy)` (dx for the output's gradient dy)."""
+    return with_tape_gradients(name, forward, [x], lambda dy, _: [backward(dy)])
+
+
+def with_tape_gradients(name: str, forward: Callable[..., Any], xs: Sequence[Any],
+                        backward: Callable[[Any, List[Any]], List[Any]]) -> Any:
+    """`forward(*xs)`, whose gradient on the tape is `backward(dy, xs)`: one gradient per input, for the
+    output's gradient dy (`xs` as tensors: a variable given is read once, here)."""
+    xs = [tf.convert_to_tensor(x) for x in xs]  # a variable is read here, on the tape: it is what the gradient reaches
     if _record is None:
         @tf.custom_gradient
-        def recorded(t):
-            return forward(t), backward
-        return recorded(x)
-    x = tf.convert_to_tensor(x)  # a variable is read here, on the tape: it is what the gradient reaches
+        def recorded(*ts):
+            return forward(*ts), lambda dy: backward(dy, list(ts))
+        return recorded(*xs)
     with _record.stop_recording():
-        y = forward(x)
-    _record.record_operation(name, [y], [x], lambda dy: [backward(dy)])
+        y = forward(*xs)
+    _record.record_operation(name, [y], xs, lambda dy: backward(dy, xs))
     return y
 
 
-__all__ = ["with_tape_gradient"]
+__all__ = ["with_tape_gradient", "with_tape_gradients"]
