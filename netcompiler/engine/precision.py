@@ -148,6 +148,14 @@ def tf_step_function(fn: Callable, signature, compute: StepCompute) -> Callable:
     tf.function)."""
     import tensorflow as tf
 
+    if compute.jit:
+        from ..backends.tensorflow.keep_mask import float_masks
+
+        traced = fn
+
+        def fn(*args):  # noqa: F811  (traced with dropout masks XLA compiles well)
+            with float_masks():
+                return traced(*args)
     # our emission is plain TF calls: autograph has nothing to convert, and skipping it traces faster
     function = tf.function(fn, input_signature=list(signature), autograph=False, jit_compile=compute.jit or None)
     if not compute.amp_dtype:

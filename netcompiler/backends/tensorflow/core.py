@@ -8,6 +8,7 @@ import numpy as np
 import tensorflow as tf
 
 from .graph_memo import graph_constant, graph_shape, same_shape
+from .keep_mask import keep_mask
 from .tape_gradient import with_tape_gradient, with_tape_gradients
 
 _COMBINE = {
@@ -325,18 +326,19 @@ class CoreOps:
     # --- randomness -----------------------------------------------------------------------------------
     @classmethod
     def dropout_raw(cls, raw: Any, rate: float, noise_shape: Optional[Sequence[Any]]) -> Any:
-        # tf.nn.dropout's values (the mask drawn as uniform >= rate; a dropped inf or NaN gives 0) with a gradient
-        # of its own: `where` of the kept mask, 2 ops where SelectV2's broadcasting gradient takes 14, and like
-        # it only the bool mask is kept for the backward pass, not a float one
+        # tf.nn.dropout's values (a dropped inf or NaN gives 0; the mask from 16 random bits per entry, see
+        # keep_mask) with a gradient of its own: `where` of the kept mask, 2 ops where SelectV2's broadcasting
+        # gradient takes 14, and like it only the bool mask is kept for the backward pass, not a float one
         if not raw.dtype.is_floating:
             raise ValueError(f"dropout of a {raw.dtype.name} tensor: it needs floats (the kept values are scaled)")
         if not 0 <= rate < 1:
             raise ValueError(f"dropout rate {rate}: expected a number in [0, 1)")
         if noise_shape is None:
-            shape = graph_shape(raw)
+            shape, static = graph_shape(raw), (raw.shape.as_list() if raw.shape.rank is not None else [])
         else:
             shape = tf.stack([tf.cast(n, tf.int32) for n in noise_shape])
-        keep = tf.random.uniform(shape, dtype=raw.dtype) >= graph_constant(rate, raw.dtype)
+            static = [int(n) if isinstance(n, (int, np.integer)) else None for n in noise_shape]
+        keep = keep_mask(shape, static, rate)
         scale, zero = graph_constant(1.0 / (1.0 - rate), raw.dtype), graph_constant(0.0, raw.dtype)
         dropped = with_tape_gradient("Dropout", lambda x: tf.where(keep, x * scale, zero), raw,
                                      lambda dy: tf.where(keep, dy * scale, zero))

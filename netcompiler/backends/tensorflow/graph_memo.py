@@ -9,7 +9,7 @@ from typing import Any
 import tensorflow as tf
 
 
-def _memo() -> dict:
+def graph_memo() -> dict:
     """The memo of the graph being traced, kept on the graph itself: it goes when the graph goes."""
     graph = tf.compat.v1.get_default_graph()
     memo = getattr(graph, "_netcompiler_memo", None)
@@ -24,7 +24,7 @@ def graph_constant(value: Any, dtype: Any) -> Any:
     tensor."""
     if tf.executing_eagerly():
         return tf.constant(value, dtype)
-    memo = _memo()
+    memo = graph_memo()
     key = ("constant", tf.as_dtype(dtype).name, repr(value))  # repr: -0.0 and 0.0, 1 and True stay apart
     if key not in memo:
         with tf.compat.v1.get_default_graph().control_dependencies(None):
@@ -37,7 +37,7 @@ def graph_shape(raw: Any) -> Any:
     (followed without recursion: a chain of thousands of layers may name one another)."""
     if tf.executing_eagerly():
         return tf.shape(raw)
-    memo = _memo()
+    memo = graph_memo()
     chain = []
     while ("shape", raw.ref()) not in memo:
         like = memo.get(("like", raw.ref()))
@@ -57,7 +57,7 @@ def same_shape(raw: Any, like: Any) -> None:
     """Notes that `raw` has `like`'s shape (an elementwise op's result): `graph_shape(raw)` is then like's, made
     when first asked for."""
     if not tf.executing_eagerly():
-        _memo()[("like", raw.ref())] = like
+        graph_memo()[("like", raw.ref())] = like
 
 
-__all__ = ["graph_constant", "graph_shape", "same_shape"]
+__all__ = ["graph_constant", "graph_memo", "graph_shape", "same_shape"]
