@@ -25,7 +25,7 @@ from typing import Any, Iterator, Optional, Sequence, Tuple
 
 import tensorflow as tf
 
-from .graph_memo import graph_constant, graph_memo
+from .graph_memo import graph_constant, graph_memo, graph_once
 
 _PHILOX = 1  # the stateless kernels' algorithm id for Philox
 _LEVELS = 1 << 16
@@ -46,13 +46,10 @@ def _key_counter() -> Tuple[Any, Any]:
     """A key and a counter for this mask: see the module doc."""
     if tf.executing_eagerly():
         return _drawn_key_counter()
+    counter = graph_once("random counter", lambda: _drawn_key_counter()[1])
     memo = graph_memo()
-    if "random_counter" not in memo:
-        with tf.compat.v1.get_default_graph().control_dependencies(None):
-            memo["random_counter"] = _drawn_key_counter()[1]
-        memo["random_keys"] = 0
-    memo["random_keys"] += 1
-    return graph_constant((memo["random_keys"],), tf.uint64), memo["random_counter"]
+    memo["random keys"] = memo.get("random keys", 0) + 1
+    return graph_constant((memo["random keys"],), tf.uint64), counter
 
 
 def _drawn_key_counter() -> Tuple[Any, Any]:
@@ -64,14 +61,7 @@ def _halved(shape: Any, axis: int, rank: int) -> Any:
     """`shape` with the size at `axis` halved; while tracing, once per shape tensor and axis (masks of one shape,
     e.g. of a chain of layers, share it)."""
     divisor = graph_constant(tuple(2 if i == axis else 1 for i in range(rank)), tf.int32)
-    if tf.executing_eagerly():
-        return shape // divisor
-    memo = graph_memo()
-    key = ("halved", shape.ref(), axis)
-    if key not in memo:
-        with tf.compat.v1.get_default_graph().control_dependencies(None):
-            memo[key] = shape // divisor
-    return memo[key]
+    return graph_once(("halved", shape.ref(), axis), lambda: shape // divisor)
 
 
 def keep_mask(shape: Any, static: Sequence[Optional[int]], rate: float) -> Any:
