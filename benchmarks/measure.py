@@ -5,7 +5,8 @@ calls `measure_side` and prints its result as one JSON line after RESULT_MARK):
   (config load, built-in layer registry, network build, optimizer, tracing and graph optimisation, first step);
   the imports of the framework and of netcompiler come before and are not counted (they are the same for both
   sides and a per-process constant);
-* throughput: one warm-up pass over the batches, then `reps` timed passes; frames per process CPU-second
+* throughput: one warm-up pass over the batches, then `reps` timed passes (each over the batches as many times as
+  take `MIN_PASS_CPU_S`, judged by the warm-up pass); frames per process CPU-second
   (user + sys of all threads, from `time.process_time`, because the machine is shared: wall time measures the
   other sessions as much as this one) and per wall-second, by the median pass;
 * memory: the process's peak resident set (VmHWM of /proc/self/status) at the end, and the resident set after
@@ -19,6 +20,7 @@ norm (train_step.check_same_model: an AssertionError, i.e. a crash of the child,
 """
 
 import json
+import math
 import os
 import statistics
 import sys
@@ -27,6 +29,8 @@ import time
 import numpy as np
 
 RESULT_MARK = "RESULT "
+MIN_PASS_CPU_S = 0.3
+"""A timed pass goes over the batches as many times as make it last about this long (process CPU seconds)."""
 
 
 def status_mb(key):
@@ -104,9 +108,12 @@ def measure_side(model, side, reps, check_model=True):
     float(step(*batches[0]))
     result = {"params": params, "build_wall": time.perf_counter() - wall, "build_cpu": time.process_time() - cpu}
     if reps:
-        one_pass(step, batches)  # warm-up: the other batches' first allocations
+        warm = one_pass(step, batches)[1]  # warm-up: the other batches' first allocations
+        # a pass of a tiny model (12AX: ~20 ms) is within the noise of process CPU time: its batches go round
+        # until a pass takes ~MIN_PASS_CPU_S
+        batches = batches * max(1, int(math.ceil(MIN_PASS_CPU_S / max(warm, 1e-6))))
         passes = [one_pass(step, batches) for _ in range(reps)]
-        frames = model.batches.count * model.batches.size * model.batches.frames
+        frames = len(batches) * model.batches.size * model.batches.frames
         result.update(frames_per_cpu_s=frames / statistics.median(c for _, c in passes),
                       frames_per_s=frames / statistics.median(w for w, _ in passes), frames_per_pass=frames)
     result.update(peak_mb=status_mb("VmHWM"), rss_imports_mb=rss_imports, tensorflow_loaded="tensorflow" in sys.modules)
