@@ -296,12 +296,14 @@ class CoreOps:
         # one Einsum instead of a MatMul between reshapes (the same kernel time), its gradient two Einsums of our
         # own (TF's adds a Shape and a Const per call for broadcasting a and b do not have here)
         rank = a.shape.rank
-        if rank is None or rank < 3 or b.shape.rank != 2 or not a.dtype.is_floating:
+        if rank is None or not 3 <= rank <= 24 or b.shape.rank != 2 or not a.dtype.is_floating:
             return None
-        outer = "abcdefghijklmnopqrstuvw"[:rank - 1]
-        y = with_tape_gradients(
-            "FoldedMatMul", lambda a, b: tf.einsum(f"{outer}x,xy->{outer}y", a, b), [a, b],
-            lambda dy, ab: [tf.einsum(f"{outer}y,xy->{outer}x", dy, ab[1]), tf.einsum(f"{outer}x,{outer}y->xy", ab[0], dy)])
+        outer = "abcdefghijklmnopqrstuvw"[:rank - 1]  # a's leading axes; x the reduced one, y b's other one
+
+        def gradients(dy, ab):
+            return [tf.einsum(f"{outer}y,xy->{outer}x", dy, ab[1]), tf.einsum(f"{outer}x,{outer}y->xy", ab[0], dy)]
+        y = with_tape_gradients("FoldedMatMul", lambda a, b: tf.einsum(f"{outer}x,xy->{outer}y", a, b), [a, b],
+                                gradients)
         if b.shape[0] is not None and b.shape[0] == b.shape[1]:
             same_shape(y, a)  # a chain of square layers then shares one Shape op
         return y
