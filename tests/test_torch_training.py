@@ -5,6 +5,7 @@ Fast tests run the 12AX demo network in-process on a few hundred sequences; the 
 `compile-net ... ++backend torch` in a subprocess on the README demo's own settings.
 """
 
+import copy
 import io
 import os
 import re
@@ -344,6 +345,37 @@ def test_the_trainers_update_function_updates_as_optimizer_step_does(config):
             assert torch.equal(value, optimizer.state[q][key]), key
     direct = config.get("optimizer", {}).get("class") in ("adam", "adamw")
     assert len(calls) == (2 if direct else 0)
+
+
+@pytest.mark.parametrize("config", [{"optimizer": {"class": "adam"}}, {"optimizer": {"class": "adamw"}}])
+def test_the_update_function_uses_state_loaded_after_it_was_made(config):
+    """A resumed run loads the optimizer's state into the optimizer the trainer already holds: the direct update
+    must then use the loaded state and rates, not those it saw before."""
+    rng = np.random.RandomState(4)
+    start = rng.randn(3, 4).astype("float32")
+    grads = [rng.randn(3, 4).astype("float32") for _ in range(5)]
+    sides = []
+    for _ in range(2):
+        param = torch.nn.Parameter(torch.from_numpy(start.copy()))
+        sides.append((param, make_torch_optimizer(dict(config, learning_rate=0.05), [param])))
+    (p_a, saved), (p_b, resumed) = sides
+    update = optimizer_step(resumed)
+    for grad in grads[:2]:  # the resumed side's own steps before it loads the saved state
+        p_b.grad = torch.from_numpy(grad)
+        update()
+    for grad in grads[2:4]:
+        p_a.grad = torch.from_numpy(grad)
+        saved.step()
+    set_torch_learning_rate(saved, 0.01)
+    resumed.load_state_dict(copy.deepcopy(saved.state_dict()))  # as from a checkpoint file: no shared tensors
+    with torch.no_grad():
+        p_b.copy_(p_a)
+    p_a.grad, p_b.grad = torch.from_numpy(grads[4]), torch.from_numpy(grads[4])
+    saved.step()
+    update()
+    assert torch.equal(p_a, p_b)
+    for key, value in saved.state[p_a].items():
+        assert torch.equal(value, resumed.state[p_b][key]), key
 
 
 def test_optimizer_errors_are_the_tensorflow_sides():

@@ -95,20 +95,19 @@ def optimizer_step(optimizer: torch.optim.Optimizer) -> Callable[[], None]:
     state checks, grouping by device and dtype) costs ~70 us per update: 4% of a small model's train step.
     An update in which some parameter with a gradient has no state yet goes through ``step``, which makes it."""
     decoupled = {torch.optim.Adam: False, torch.optim.AdamW: True}.get(type(optimizer))
-    groups = optimizer.param_groups
-    params = [p for group in groups for p in group["params"]]
+    params = [p for group in optimizer.param_groups for p in group["params"]]
     if decoupled is None or not params or len({(p.device, p.dtype) for p in params}) > 1 or \
-            any(p.is_complex() for p in params) or \
-            any(not g.get("fused") or g.get("capturable") or g.get("differentiable") for g in groups):
+            any(p.is_complex() for p in params):
         return optimizer.step
-    state = optimizer.state
 
     def step() -> None:
         updates = []
-        for group in groups:
+        state = optimizer.state  # read at every update: load_state_dict replaces the state and the groups
+        for group in optimizer.param_groups:
             with_grad = [p for p in group["params"] if p.grad is not None]
             slots = [state.get(p) for p in with_grad]
-            if not all(slots) or not all(isinstance(v, float) for v in (group["lr"], *group["betas"])) or \
+            if not all(slots) or not group.get("fused") or group.get("capturable") or group.get("differentiable") \
+                    or not all(isinstance(v, float) for v in (group["lr"], *group["betas"])) or \
                     any(p.grad.is_sparse for p in with_grad):
                 optimizer.step()  # makes the missing state, or takes a rate or beta given as a tensor
                 return
