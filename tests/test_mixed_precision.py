@@ -174,3 +174,16 @@ def test_torch_softmax_and_sums_stay_float32_under_autocast():
         assert TorchCore.reduce_raw(x, "mean", [1]).dtype == torch.float32
         assert TorchCore.matmul_raw(torch.randn(4, 7), torch.randn(7, 3)).dtype == torch.bfloat16
     assert TorchCore.softmax_raw(x, -1, log=False).dtype == torch.bfloat16  # outside autocast: as given
+
+
+def test_an_xla_step_traces_float_dropout_masks():
+    """XLA's CPU code for the 16-bit keep masks is slow: a `tf_jit` step draws a float per entry instead."""
+    import tensorflow as tf
+
+    from netcompiler.backends.tensorflow.keep_mask import keep_mask
+    from netcompiler.engine.precision import tf_step_function
+
+    for jit, wanted in ((True, "RandomUniform"), (False, "StatelessRandomUniformFullIntV2")):
+        step = tf_step_function(lambda shape: keep_mask(shape, [None, 64], 0.1), [tf.TensorSpec([2], tf.int32)],
+                                StepCompute(jit=jit))
+        assert wanted in {op.type for op in step.get_concrete_function().graph.get_operations()}, jit

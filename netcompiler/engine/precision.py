@@ -142,6 +142,17 @@ def _float32_log_softmax_lists():
                 os.environ[var] = value
 
 
+def _with_float_masks(fn: Callable) -> Callable:
+    """`fn`, tracing its dropout masks as a float per entry: XLA's CPU code for the 16-bit masks is slow (see
+    backends/tensorflow/keep_mask.py)."""
+    from ..backends.tensorflow.keep_mask import float_masks
+
+    def traced(*args):
+        with float_masks():
+            return fn(*args)
+    return traced
+
+
 def tf_step_function(fn: Callable, signature, compute: StepCompute) -> Callable:
     """`fn` as a `tf.function` with the open input signature `signature`, compiled with XLA if `compute.jit`;
     with `compute.amp_dtype`, a callable that runs it under the bfloat16 rewrite (its `.function` is the
@@ -149,13 +160,7 @@ def tf_step_function(fn: Callable, signature, compute: StepCompute) -> Callable:
     import tensorflow as tf
 
     if compute.jit:
-        from ..backends.tensorflow.keep_mask import float_masks
-
-        traced = fn
-
-        def fn(*args):  # noqa: F811  (traced with dropout masks XLA compiles well)
-            with float_masks():
-                return traced(*args)
+        fn = _with_float_masks(fn)
     # our emission is plain TF calls: autograph has nothing to convert, and skipping it traces faster
     function = tf.function(fn, input_signature=list(signature), autograph=False, jit_compile=compute.jit or None)
     if not compute.amp_dtype:
