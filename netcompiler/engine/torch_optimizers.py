@@ -88,6 +88,15 @@ def set_torch_learning_rate(optimizer: torch.optim.Optimizer, learning_rate: flo
         group["lr"] = float(learning_rate) * group.get(_LR_MULTIPLIER, 1.0)
 
 
+def _kernels_apply(group: Dict[str, Any], with_grad: List[torch.Tensor], slots: List[Any]) -> bool:
+    """Whether `optimizer_step` may call the fused kernels for this parameter group: every parameter with a
+    gradient has its state, the group is fused (not capturable or differentiable), its rate and betas are
+    numbers (not tensors) and no gradient is sparse."""
+    return all(slots) and bool(group.get("fused")) and not group.get("capturable") and \
+        not group.get("differentiable") and all(isinstance(v, float) for v in (group["lr"], *group["betas"])) and \
+        not any(p.grad.is_sparse for p in with_grad)
+
+
 def optimizer_step(optimizer: torch.optim.Optimizer) -> Callable[[], None]:
     """A function that applies one update of `optimizer`: its own ``step``, or, for a fused Adam or AdamW (what
     `make_torch_optimizer` makes of ``adam``/``adamw``) whose parameters share one device and dtype, the same
@@ -106,10 +115,8 @@ def optimizer_step(optimizer: torch.optim.Optimizer) -> Callable[[], None]:
         for group in optimizer.param_groups:
             with_grad = [p for p in group["params"] if p.grad is not None]
             slots = [state.get(p) for p in with_grad]
-            if not all(slots) or not group.get("fused") or group.get("capturable") or group.get("differentiable") \
-                    or not all(isinstance(v, float) for v in (group["lr"], *group["betas"])) or \
-                    any(p.grad.is_sparse for p in with_grad):
-                optimizer.step()  # makes the missing state, or takes a rate or beta given as a tensor
+            if not _kernels_apply(group, with_grad, slots):
+                optimizer.step()  # makes the missing state, or takes what the kernels do not
                 return
             if with_grad:
                 updates.append((group, with_grad, slots))

@@ -35,21 +35,15 @@ def unpack_padded(x: Tensor, *, in_dim: Dim, dims: Sequence[Dim], fill: Any = 0)
     if len(dims) != 2:
         raise ValueError(f"unpack_padded: give the two dims that were packed, not {dims}")
     if sequence_mask(dims) is None:  # no frame is padding (e.g. an eager run of full sequences): a reshape
-        return _split_packed(x, in_dim, dims)
+        return _split_axis(x, in_dim, dims, [get_run_ctx().dim_value(d) for d in dims])
     y = gather(x, indices=packed_positions(dims), axis=in_dim, clip_to_valid=True)
     return masked(y, dims, fill)
 
 
-def _split_packed(x: Tensor, in_dim: Dim, dims: Sequence[Dim]) -> Tensor:
-    """`x` with the axis `in_dim` split into `dims` in its place, row-major (`pack_padded` of frames none of which
-    is padding is their merge)."""
-    run = get_run_ctx()
-    return _split_axis(x, in_dim, dims, [run.dim_value(d) for d in dims])
-
-
 def _split_axis(x: Tensor, in_dim: Dim, dims: Sequence[Dim], sizes: Sequence[Any]) -> Tensor:
     """`x` with the axis `in_dim` reshaped into `dims` of lengths `sizes` (ints, raw scalars, or one -1) in its
-    place; the first dynamic non-batch dim among them becomes the time dim."""
+    place, row-major (`pack_padded` of frames none of which is padding is their merge); the first dynamic
+    non-batch dim among them becomes the time dim."""
     backend = backend_for(x)
     index = x.axis_of(in_dim)
     shape = list(backend.get_shape_tuple_raw(x.raw))
