@@ -9,6 +9,7 @@ import tensorflow as tf
 
 from .graph_memo import graph_constant, graph_shape, same_shape
 from .keep_mask import keep_mask
+from .loop_invariant import hoisted, loop_body
 from .tape_gradient import with_tape_gradient, with_tape_gradients
 
 _COMBINE = {
@@ -213,7 +214,9 @@ class CoreOps:
 
     @classmethod
     def transpose_raw(cls, raw: Any, perm: Sequence[int]) -> Any:
-        return raw if list(perm) == list(range(len(perm))) else tf.transpose(raw, perm)
+        if list(perm) == list(range(len(perm))):
+            return raw
+        return hoisted(("transpose", tuple(perm)), raw, lambda r: tf.transpose(r, perm))
 
     @classmethod
     def expand_dims_raw(cls, raw: Any, axis: int) -> Any:
@@ -371,6 +374,7 @@ class CoreOps:
 
     @classmethod
     def while_loop_raw(cls, cond, body, initial, shapes=None) -> Any:
+        body = loop_body(body)
         if shapes is None:
             return tf.while_loop(cond, body, initial)
         invariants = [tf.TensorShape(None) if isinstance(raw, tf.TensorArray) else tf.TensorShape(shape)

@@ -9,9 +9,10 @@ from typing import Any, Callable
 import tensorflow as tf
 
 
-def graph_memo() -> dict:
-    """The memo of the graph being traced, kept on the graph itself: it goes when the graph goes."""
-    graph = tf.compat.v1.get_default_graph()
+def graph_memo(graph: Any = None) -> dict:
+    """The memo of `graph` (default: the graph being traced), kept on the graph itself: it goes when the graph
+    goes."""
+    graph = tf.compat.v1.get_default_graph() if graph is None else graph
     memo = getattr(graph, "_netcompiler_memo", None)
     if memo is None:
         memo = graph._netcompiler_memo = {}

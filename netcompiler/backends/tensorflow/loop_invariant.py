@@ -1,0 +1,53 @@
+"""Work on a loop-invariant tensor done once, before the loop: inside a `while_loop_raw` body, an op on a tensor
+that comes from outside the loop (a captured one, e.g. the encoder an attention decoder reads in every step) is
+made in the graph around the loop and its result captured instead. Without this, the attention decoder of
+configs/attention-copy.py transposed the whole encoder, and its gradient back, in every decoder step."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Hashable
+
+import tensorflow as tf
+
+from .graph_memo import graph_memo
+
+_BODY = "loop body"
+"""Graph memo key: set in the body graphs of `while_loop_raw`."""
+
+
+def loop_body(body: Callable) -> Callable:
+    """`body` marking the graph it is traced into as a loop body (where `hoisted` may move work out)."""
+    def marked(*args):
+        if not tf.executing_eagerly():
+            graph_memo()[_BODY] = True
+        return body(*args)
+    return marked
+
+
+def hoisted(key: Hashable, raw: Any, make: Callable[[Any], Any]) -> Any:
+    """`make(raw)`. In a loop body, where `raw` is a tensor of a graph around the loop (the body captures it when
+    an op uses it) with only loops between, `make` runs in that graph, once per `key` and tensor; the body then
+    captures the result."""
+    if tf.executing_eagerly() or not isinstance(raw, tf.Tensor) or not hasattr(raw, "graph"):
+        return make(raw)
+    graph = tf.compat.v1.get_default_graph()
+    if raw.graph is graph or not _inside_loop_of(graph, raw.graph):
+        return make(raw)
+    with raw.graph.as_default(), tf.control_dependencies(None):
+        memo, memo_key = graph_memo(), ("hoisted", key, raw.ref())
+        if memo_key not in memo:
+            memo[memo_key] = make(raw)
+        return memo[memo_key]
+
+
+def _inside_loop_of(graph: Any, outer: Any) -> bool:
+    """Whether `graph` is a loop body inside `outer`, with only loop bodies between them (hoisting out of a
+    `cond` branch would run the op when the branch does not)."""
+    while graph is not outer:
+        if graph is None or not graph_memo(graph).get(_BODY, False):
+            return False
+        graph = getattr(graph, "outer_graph", None)
+    return True
+
+
+__all__ = ["hoisted", "loop_body"]
