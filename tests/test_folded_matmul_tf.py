@@ -1,11 +1,12 @@
-"""TensorFlow's linear map of a rank-3+ tensor as one Einsum with a tape gradient of its own
+"""TensorFlow's linear map of a rank-3+ tensor by a large matrix as one Einsum with a tape gradient of its own
 (`matmul_folded_raw`, `with_tape_gradients`): values, first and second gradients as NumPy computes them, inside a
-traced step and eagerly."""
+traced step and eagerly; small matrices are left to MatMul."""
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
+from netcompiler.backends.tensorflow import core
 from netcompiler.backends.tensorflow.backend import TensorFlowBackend as TFBackend
 
 
@@ -17,7 +18,8 @@ def reference(a, b, dy):
 
 @pytest.mark.parametrize("shape", [(3, 5, 4), (2, 3, 5, 4)])
 @pytest.mark.parametrize("traced", [False, True], ids=["eager", "traced"])
-def test_values_and_gradients_are_the_matmuls(shape, traced):
+def test_values_and_gradients_are_the_matmuls(shape, traced, monkeypatch):
+    monkeypatch.setattr(core, "FOLDED_MATMUL_MIN_WEIGHTS", 1)  # small sizes keep NumPy's sums exact enough
     rng = np.random.RandomState(0)
     a, b = rng.randn(*shape).astype("float32"), rng.randn(shape[-1], 6).astype("float32")
     dy = rng.randn(*shape[:-1], 6).astype("float32")
@@ -49,3 +51,11 @@ def test_ranks_and_dtypes_it_does_not_take():
     b = tf.zeros([4, 6])
     assert TFBackend.matmul_folded_raw(tf.zeros([5, 4]), b) is None  # rank 2: a plain MatMul
     assert TFBackend.matmul_folded_raw(tf.zeros([2, 5, 4], tf.int32), tf.zeros([4, 6], tf.int32)) is None
+
+
+def test_only_a_large_matrix_is_folded_into_an_einsum():
+    a = tf.zeros([2, 5, 256])
+    assert TFBackend.matmul_folded_raw(a, tf.zeros([256, 255])) is None  # oneDNN's Einsum is slower there
+    assert TFBackend.matmul_folded_raw(a, tf.zeros([256, 256])) is not None
+    unknown = tf.function(lambda b: TFBackend.matmul_folded_raw(a, b))
+    assert unknown.get_concrete_function(tf.TensorSpec([256, None])).structured_outputs is None
