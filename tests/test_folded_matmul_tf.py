@@ -1,6 +1,6 @@
-"""TensorFlow's linear map of a rank-3+ tensor by a large matrix as one Einsum with a tape gradient of its own
+"""TensorFlow's linear map of a rank-3+ tensor as one Einsum with a tape gradient of its own
 (`matmul_folded_raw`, `with_tape_gradients`): values, first and second gradients as NumPy computes them, inside a
-traced step and eagerly; small matrices are left to MatMul."""
+traced step and eagerly; thin matrices and loop bodies are left to MatMul."""
 
 import numpy as np
 import pytest
@@ -19,7 +19,7 @@ def reference(a, b, dy):
 @pytest.mark.parametrize("shape", [(3, 5, 4), (2, 3, 5, 4)])
 @pytest.mark.parametrize("traced", [False, True], ids=["eager", "traced"])
 def test_values_and_gradients_are_the_matmuls(shape, traced, monkeypatch):
-    monkeypatch.setattr(core, "FOLDED_MATMUL_MIN_WEIGHTS", 1)  # small sizes keep NumPy's sums exact enough
+    monkeypatch.setattr(core, "FOLDED_MATMUL_MIN_SIDE", 1)  # small sizes keep NumPy's sums exact enough
     rng = np.random.RandomState(0)
     a, b = rng.randn(*shape).astype("float32"), rng.randn(shape[-1], 6).astype("float32")
     dy = rng.randn(*shape[:-1], 6).astype("float32")
@@ -53,9 +53,21 @@ def test_ranks_and_dtypes_it_does_not_take():
     assert TFBackend.matmul_folded_raw(tf.zeros([2, 5, 4], tf.int32), tf.zeros([4, 6], tf.int32)) is None
 
 
-def test_only_a_large_matrix_is_folded_into_an_einsum():
-    a = tf.zeros([2, 5, 256])
-    assert TFBackend.matmul_folded_raw(a, tf.zeros([256, 255])) is None  # oneDNN's Einsum is slower there
-    assert TFBackend.matmul_folded_raw(a, tf.zeros([256, 256])) is not None
+def test_only_a_wide_matrix_outside_loops_is_folded_into_an_einsum():
+    a = tf.zeros([2, 5, 64])
+    assert TFBackend.matmul_folded_raw(a, tf.zeros([64, 31])) is None  # oneDNN's Einsum is slower there
+    assert TFBackend.matmul_folded_raw(a, tf.zeros([64, 32])) is not None
     unknown = tf.function(lambda b: TFBackend.matmul_folded_raw(a, b))
-    assert unknown.get_concrete_function(tf.TensorSpec([256, None])).structured_outputs is None
+    assert unknown.get_concrete_function(tf.TensorSpec([64, None])).structured_outputs is None
+
+    folded = []
+
+    @tf.function
+    def in_loop(b):
+        def body(i):
+            folded.append(TFBackend.matmul_folded_raw(a, b))
+            return [i + 1]
+        return TFBackend.while_loop_raw(lambda i: i < 2, body, [tf.constant(0)])
+
+    in_loop.get_concrete_function(tf.TensorSpec([64, 64]))
+    assert folded == [None]  # in every step its per-call cost counts, and it saves no tracing there

@@ -114,13 +114,12 @@ def _chain_step_ops(tmp_path, n):
 def test_a_linear_layer_with_dropout_traces_few_ops(tmp_path, monkeypatch, folded):
     """62 ops per layer before BiasAdd, dropout's own gradient and the shape-free reshapes; 42 after; 32 since
     constants and shapes are made once per graph (one Shape for a whole chain) and dropout and reshapes record
-    their gradients on the tape directly; 29 where the layer is one Einsum (a weight matrix of at least
-    FOLDED_MATMUL_MIN_WEIGHTS entries; forced here). 12 of them are the optimizer's: 6 captured variables and
+    their gradients on the tape directly; 29 where the layer is one Einsum (both sides of the weight matrix at
+    least FOLDED_MATMUL_MIN_SIDE long: forced here, or not). 12 of them are the optimizer's: 6 captured variables and
     slots, 2 updates, 2 non-finite gates, 2 reads. A regression here shows as tracing time of deep networks
     (about 0.3 ms per op)."""
     from netcompiler.backends.tensorflow import core
-    if folded:
-        monkeypatch.setattr(core, "FOLDED_MATMUL_MIN_WEIGHTS", 1)
+    monkeypatch.setattr(core, "FOLDED_MATMUL_MIN_SIDE", 1 if folded else 1000)
     per_layer = (_chain_step_ops(tmp_path, 4) - _chain_step_ops(tmp_path, 2)) / 2
     assert per_layer <= (29 if folded else 32), per_layer
 

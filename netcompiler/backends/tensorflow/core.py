@@ -9,7 +9,7 @@ import tensorflow as tf
 
 from .graph_memo import graph_constant, graph_shape, same_shape
 from .keep_mask import keep_mask
-from .loop_invariant import hoisted, loop_body
+from .loop_invariant import hoisted, in_loop_body, loop_body
 from .tape_gradient import with_tape_gradient, with_tape_gradients
 
 _COMBINE = {
@@ -71,8 +71,8 @@ def _reshape(raw: Any, shape: Any) -> Any:
                               lambda dy: tf.reshape(dy, _shape_target(raw)))
 
 
-FOLDED_MATMUL_MIN_WEIGHTS = 256 * 256
-"""`matmul_folded_raw` makes one Einsum for a weight matrix of at least this many entries (else None)."""
+FOLDED_MATMUL_MIN_SIDE = 32
+"""`matmul_folded_raw` makes one Einsum for a weight matrix with both sides at least this long (else None)."""
 
 
 class CoreOps:
@@ -300,13 +300,16 @@ class CoreOps:
 
     @classmethod
     def matmul_folded_raw(cls, a: Any, b: Any) -> Optional[Any]:
-        # one Einsum instead of a MatMul between reshapes, its gradient two Einsums of our own (TF's adds a Shape
-        # and a Const per call for broadcasting a and b do not have here); only for a large b: oneDNN's Einsum
-        # costs ~30-45 us more per call than MatMul on small ones (a 64 x 64 layer on 640 frames, forward and
-        # backward: 69 against 34 us), while a step of 512 x 512 layers ran 18% faster with it
+        # one Einsum instead of a MatMul between reshapes: 4 traced ops fewer per layer, its gradient two Einsums
+        # of our own (TF's adds a Shape and a Const per call for broadcasting a and b do not have here). Not in a
+        # loop body, where it saves no tracing but costs in every step: oneDNN's Einsum takes ~30-45 us more per
+        # call than MatMul on small operands (forward and backward of [32, 20, 64] x [64, 1]: 50 against 13 us),
+        # and not for a thin matrix ([16, 200, 10] x [10, 2]: 64 against 19 us). Measured in whole steps: linear
+        # layers of 512 x 512 ran 18% faster with it (linear-100: 10483-10687 against 8662-9072 frames per
+        # CPU-second), the attention decoder of configs/attention-copy.py 12% slower.
         rank = a.shape.rank
-        if rank is None or not 3 <= rank <= 24 or b.shape.rank != 2 or not a.dtype.is_floating \
-                or b.shape.num_elements() is None or b.shape.num_elements() < FOLDED_MATMUL_MIN_WEIGHTS:
+        if rank is None or not 3 <= rank <= 24 or b.shape.rank != 2 or not a.dtype.is_floating or in_loop_body() \
+                or any(n is None or n < FOLDED_MATMUL_MIN_SIDE for n in b.shape.as_list()):
             return None
         outer = "abcdefghijklmnopqrstuvw"[:rank - 1]  # a's leading axes; x the reduced one, y b's other one
 

@@ -40,6 +40,19 @@ def hoisted(key: Hashable, raw: Any, make: Callable[[Any], Any]) -> Any:
         return memo[memo_key]
 
 
+def in_loop_body() -> bool:
+    """Whether the graph being traced is a loop body, or inside one (a `cond` branch in it): what runs there runs
+    in every step, so a kernel's per-call overhead counts once per step."""
+    if tf.executing_eagerly():
+        return False
+    graph = tf.compat.v1.get_default_graph()
+    while graph is not None:
+        if graph_memo(graph).get(_BODY, False):
+            return True
+        graph = getattr(graph, "outer_graph", None)
+    return False
+
+
 def _inside_loop_of(graph: Any, outer: Any) -> bool:
     """Whether `graph` is a loop body inside `outer`, with only loop bodies between them (hoisting out of a
     `cond` branch would run the op when the branch does not)."""
@@ -50,4 +63,4 @@ def _inside_loop_of(graph: Any, outer: Any) -> bool:
     return True
 
 
-__all__ = ["hoisted", "loop_body"]
+__all__ = ["hoisted", "in_loop_body", "loop_body"]
