@@ -300,13 +300,11 @@ class CoreOps:
 
     @classmethod
     def matmul_folded_raw(cls, a: Any, b: Any) -> Optional[Any]:
-        # one Einsum instead of a MatMul between reshapes: 4 traced ops fewer per layer, its gradient two Einsums
-        # of our own (TF's adds a Shape and a Const per call for broadcasting a and b do not have here). Not in a
-        # loop body, where it saves no tracing but costs in every step: oneDNN's Einsum takes ~30-45 us more per
-        # call than MatMul on small operands (forward and backward of [32, 20, 64] x [64, 1]: 50 against 13 us),
-        # and not for a thin matrix ([16, 200, 10] x [10, 2]: 64 against 19 us). Measured in whole steps: linear
-        # layers of 512 x 512 ran 18% faster with it (linear-100: 10483-10687 against 8662-9072 frames per
-        # CPU-second), the attention decoder of configs/attention-copy.py 12% slower.
+        # one Einsum instead of a MatMul between reshapes: 3 traced ops fewer per layer, its gradient two Einsums
+        # of our own (TF's adds a Shape and a Const per call for broadcasting a and b do not have here). oneDNN's
+        # Einsum costs ~30-45 us more per call than MatMul on small operands ([32, 20, 64] x [64, 1] forward and
+        # backward: 50 against 13 us), so not in a loop body (traced once, run every step) nor for a thin matrix;
+        # whole steps of 128 x 128 layers measured 18% faster with it (benchmarks/README.md, session 13)
         rank = a.shape.rank
         if rank is None or not 3 <= rank <= 24 or b.shape.rank != 2 or not a.dtype.is_floating or in_loop_body() \
                 or any(n is None or n < FOLDED_MATMUL_MIN_SIDE for n in b.shape.as_list()):
