@@ -55,8 +55,8 @@ def test_ranks_and_dtypes_it_does_not_take():
 
 def test_only_a_wide_matrix_outside_loops_is_folded_into_an_einsum():
     a = tf.zeros([2, 5, 64])
-    assert TFBackend.matmul_folded_raw(a, tf.zeros([64, 31])) is None  # oneDNN's Einsum is slower there
-    assert TFBackend.matmul_folded_raw(a, tf.zeros([64, 32])) is not None
+    assert TFBackend.matmul_folded_raw(a, tf.zeros([64, 63])) is None  # oneDNN's Einsum is slower there
+    assert TFBackend.matmul_folded_raw(a, tf.zeros([64, 64])) is not None
     unknown = tf.function(lambda b: TFBackend.matmul_folded_raw(a, b))
     assert unknown.get_concrete_function(tf.TensorSpec([64, None])).structured_outputs is None
 

@@ -71,7 +71,7 @@ def _reshape(raw: Any, shape: Any) -> Any:
                               lambda dy: tf.reshape(dy, _shape_target(raw)))
 
 
-FOLDED_MATMUL_MIN_SIDE = 32
+FOLDED_MATMUL_MIN_SIDE = 64
 """`matmul_folded_raw` makes one Einsum for a weight matrix with both sides at least this long (else None)."""
 
 
@@ -303,8 +303,9 @@ class CoreOps:
         # one Einsum instead of a MatMul between reshapes: 3 traced ops fewer per layer, its gradient two Einsums
         # of our own (TF's adds a Shape and a Const per call for broadcasting a and b do not have here). oneDNN's
         # Einsum costs ~30-45 us more per call than MatMul on small operands ([32, 20, 64] x [64, 1] forward and
-        # backward: 50 against 13 us), so not in a loop body (traced once, run every step) nor for a thin matrix;
-        # whole steps of 128 x 128 layers measured 18% faster with it (benchmarks/README.md, session 13)
+        # backward: 50 against 13 us), so not in a loop body (traced once, run every step) nor for a thin matrix.
+        # Whole steps (benchmarks/README.md, session 13): 128 x 128 layers 18% faster with it, 64 / 1024 ones
+        # equal or faster, 32 x 32 ones 10-20% slower
         rank = a.shape.rank
         if rank is None or not 3 <= rank <= 24 or b.shape.rank != 2 or not a.dtype.is_floating or in_loop_body() \
                 or any(n is None or n < FOLDED_MATMUL_MIN_SIDE for n in b.shape.as_list()):
