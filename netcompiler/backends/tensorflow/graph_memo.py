@@ -1,6 +1,8 @@
 """Small tensors made once per traced graph: a chain of layers would otherwise trace the same Const (a dropout
 rate, a zero, a [-1, n] reshape target) or the same Shape once per layer, and each traced op costs tracing,
-instantiation and memory (about 0.3 ms and 7 KB per op on the benchmarks' 5000-layer chain)."""
+instantiation and memory (about 0.3 ms and 7 KB per op on the benchmarks' 5000-layer chain). The per-graph memo
+(`graph_memo`) also holds what other modules note about a graph: keep_mask's key count, loop_invariant's
+loop-body mark and hoisted tensors."""
 
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ configs/attention-copy.py transposed the whole encoder, and its gradient back, i
 
 from __future__ import annotations
 
-from typing import Any, Callable, Hashable
+from typing import Any, Callable, Hashable, Iterator
 
 import tensorflow as tf
 
@@ -44,24 +44,29 @@ def hoisted(key: Hashable, raw: Any, make: Callable[[Any], Any]) -> Any:
 def in_loop_body() -> bool:
     """Whether the graph being traced is a loop body, or inside one (a `cond` branch in it): what runs there runs
     in every step, so a kernel's per-call overhead counts once per step."""
-    if tf.executing_eagerly():
-        return False
-    graph = tf.compat.v1.get_default_graph()
-    while graph is not None:
-        if graph_memo(graph).get(_BODY, False):
-            return True
-        graph = getattr(graph, "outer_graph", None)
-    return False
+    return not tf.executing_eagerly() and any(map(_is_body, _outward(tf.compat.v1.get_default_graph())))
 
 
 def _inside_loop_of(graph: Any, outer: Any) -> bool:
     """Whether `graph` is a loop body inside `outer`, with only loop bodies between them (hoisting out of a
     `cond` branch would run the op when the branch does not)."""
-    while graph is not outer:
-        if graph is None or not graph_memo(graph).get(_BODY, False):
+    for inner in _outward(graph):
+        if inner is outer:
+            return True
+        if not _is_body(inner):
             return False
+    return False
+
+
+def _outward(graph: Any) -> Iterator[Any]:
+    """`graph` and the graphs around it, innermost first."""
+    while graph is not None:
+        yield graph
         graph = getattr(graph, "outer_graph", None)
-    return True
+
+
+def _is_body(graph: Any) -> bool:
+    return graph_memo(graph).get(_BODY, False)
 
 
 __all__ = ["hoisted", "in_loop_body", "loop_body"]
