@@ -57,6 +57,44 @@ class TorchTransformer(torch.nn.Module):
         return self.output(self.final_ln(h))
 
 
+class TorchConvFront(torch.nn.Module):
+    """configs/asr-conv-blstm.py's conv front-end by hand: the features as a [T, 40] image of one channel; conv
+    3x3 (32, no bias, as the config's behaviour version), ReLU, max-pool (1, 2) over the features, conv 3x3 (64),
+    ReLU, max-pool (1, 2); channels first throughout. The padded frames of the first conv's output are zeroed
+    (netcompiler masks a conv's input over its dynamic axis); the [T, 10, 64] maps are merged frequency-major to
+    640 per frame, as merge_dims does."""
+
+    def __init__(self, dim=40):
+        super().__init__()
+        self.conv0 = torch.nn.Conv2d(1, 32, 3, padding=1, bias=False)
+        self.conv1 = torch.nn.Conv2d(32, 64, 3, padding=1, bias=False)
+        self.out_dim = dim // 4 * 64
+
+    def forward(self, x, lengths):
+        B, T = x.shape[:2]
+        h = F.relu(self.conv0(x[:, None]))  # [B, 32, T, 40]
+        h = h * (torch.arange(T)[None, :] < lengths[:, None])[:, None, :, None]
+        h = F.max_pool2d(F.relu(self.conv1(F.max_pool2d(h, (1, 2)))), (1, 2))  # [B, 64, T, 10]
+        return h.permute(0, 2, 3, 1).reshape(B, T, -1)
+
+    def mapping(self):
+        """[(netcompiler parameter name, parameter, netcompiler -> torch layout)]: [3, 3, in, out] -> [out, in, 3, 3]."""
+        return [(f"conv{i}/W", getattr(self, f"conv{i}").weight, lambda w: w.permute(3, 2, 0, 1)) for i in range(2)]
+
+
+class TorchConv(torch.nn.Module):
+    """models.model_conv by hand: the conv front-end, dropout, the output layer."""
+
+    def __init__(self, dim=40, classes=1000, dropout=0.1):
+        super().__init__()
+        self.p = dropout
+        self.front = TorchConvFront(dim)
+        self.output = torch.nn.Linear(self.front.out_dim, classes)
+
+    def forward(self, x, lengths):
+        return self.output(F.dropout(self.front(x, lengths), self.p, self.training))
+
+
 def netcompiler_torch_side(config):
     """(parameter count, step) of the config's network on netcompiler's torch backend, trained as compile-net does."""
     from netcompiler.emit.model import CompiledNetwork

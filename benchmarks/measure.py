@@ -82,7 +82,7 @@ def _torch_side(model, side):
             from netcompiler.builtin import load_builtin_layers
 
             load_builtin_layers()
-            return netcompiler_torch_side((model.torch_config or model.config)())
+            return netcompiler_torch_side(model.config())
         config, hand, _mapping, (_dim, classes) = make_model(*model.torch)
         hand.train()
         return sum(p.numel() for p in hand.parameters() if p.requires_grad), hand_step_fn(hand, config, classes)[0]

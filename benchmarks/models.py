@@ -40,7 +40,6 @@ class Model:
     hand_tf: Callable[[], object]
     batches: Batches
     torch: Optional[tuple] = None  # (torch_step.py's model name, its settings): the hand-written PyTorch reference
-    torch_config: Optional[Callable[[], Config]] = None  # the network netcompiler's torch side trains (default: config)
 
 
 def _batches(size, dim, classes, quick=(1, 4, 50), default=(2, 16, 200), full=(3, 16, 200)):
@@ -89,10 +88,26 @@ def model_12ax(size):
 
 
 # --- conv front-end and BLSTM (train_step.py's asr-conv-blstm models) -----------------------------------------------
+def asr_config(size=256, layers=2):
+    """configs/asr-conv-blstm.py with `layers` (not 3) BLSTM layers of `size` (not 512) per direction; layers=0
+    leaves the conv front-end alone in front of the output layer."""
+    config = load_config(os.path.join(ROOT, "configs", "asr-conv-blstm.py"))
+    shipped = config.values["network"]
+    net = {k: dict(v) for k, v in shipped.items() if not k.startswith("lstm")}
+    for i in range(layers):
+        for d in ("fw", "bw"):  # lstm0 reads the conv front-end, every later layer both halves of the one before
+            net[f"lstm{i}_{d}"] = dict(shipped[f"lstm{min(i, 1)}_{d}"], n_out=size)
+            if i:
+                net[f"lstm{i}_{d}"]["from"] = [f"lstm{i - 1}_fw", f"lstm{i - 1}_bw"]
+    net["encoder"]["from"] = [f"lstm{layers - 1}_fw", f"lstm{layers - 1}_bw"] if layers else "conv_merged"
+    config.values["network"] = net
+    return config
+
+
 def model_conv(size):
     return Model("conv", "asr-conv-blstm.py's conv front-end (2 conv 3x3 + max-pool) -> 1000-class softmax",
-                 lambda: _train_step("blstm_config")(layers=0),
-                 lambda: _train_step("HandBLSTM")("scan", layers=0), _batches(size, 40, 1000))
+                 lambda: asr_config(layers=0),
+                 lambda: _train_step("HandBLSTM")("scan", layers=0), _batches(size, 40, 1000), torch=("conv", {}))
 
 
 BLSTM_SIZES = {"quick": (1, 32), "default": (2, 128), "full": (6, 512)}
@@ -101,11 +116,10 @@ BLSTM_SIZES = {"quick": (1, 32), "default": (2, 128), "full": (6, 512)}
 def model_blstm(size):
     layers, n = BLSTM_SIZES[size]
     return Model("blstm", f"asr-conv-blstm.py with {layers} BLSTM layers x {n} (hand: projection + tf.scan; "
-                 "torch: the BLSTM without the conv front-end, hand: torch.nn.LSTM on packed sequences)",
-                 lambda: _train_step("blstm_config")(n, layers),
+                 "torch: torch.nn.LSTM on packed sequences)",
+                 lambda: asr_config(n, layers),
                  lambda: _train_step("HandBLSTM")("scan", n, layers=layers),
-                 _batches(size, 40, 1000, default=(1, 16, 200)), torch=("blstm", {"layers": layers, "n": n}),
-                 torch_config=lambda: __import__("torch_step").blstm_config(layers, n))
+                 _batches(size, 40, 1000, default=(1, 16, 200)), torch=("blstm", {"layers": layers, "n": n}))
 
 
 # --- deep linear chain --------------------------------------------------------------------------------------------

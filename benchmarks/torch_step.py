@@ -1,6 +1,6 @@
 """netcompiler's PyTorch train step against hand-written PyTorch of the same model (issue 12, goals 2, 3, 7).
 
-    python benchmarks/torch_step.py                       # linear, transformer, blstm, 12ax
+    python benchmarks/torch_step.py                       # linear, transformer, blstm, 12ax, conv
     python benchmarks/torch_step.py --models blstm --rounds 5
     python benchmarks/torch_step.py --quick               # small sizes, CI smoke
 
@@ -14,9 +14,10 @@ imports" is VmHWM minus the resident set after the imports (netcompiler's proces
 imports).
 
 Models: deep linear (100 x 512, ReLU, dropout 0.1 on each layer's input, Adam); configs/transformer-enc.py as
-shipped (2 pre-norm blocks, d 256; label smoothing 0.1, global-norm clipping 1); a BLSTM (2 layers x 256 per
-direction, dropout 0.1 on the second layer's input; hand: `torch.nn.LSTM(bidirectional=True)` on packed
-sequences); configs/demo-12ax-lstm.py (LSTM 10; hand: `torch.nn.LSTM` on packed sequences). Batches have
+shipped (2 pre-norm blocks, d 256; label smoothing 0.1, global-norm clipping 1); configs/asr-conv-blstm.py with
+2 BLSTM layers x 256 per direction (`models.asr_config`; hand: `hand_torch.TorchConvFront`, then
+`torch.nn.LSTM(bidirectional=True)` on packed sequences); configs/demo-12ax-lstm.py (LSTM 10; hand: `torch.nn.LSTM` on packed sequences); the conv front-end
+of configs/asr-conv-blstm.py before a 1000-class softmax (hand: `hand_torch.TorchConv`). Batches have
 ragged lengths (between half and all of the frames). Both sides run with `--threads` intra-op threads.
 """
 
@@ -35,9 +36,9 @@ MARK = "RESULT "
 
 # name -> (batch size, frames, settings); quick sizes in QUICK
 SIZES = {"linear": (4, 100, dict(layers=100, width=512)), "transformer": (16, 100, dict(blocks=2, d=256)),
-         "blstm": (16, 100, dict(layers=2, n=256)), "12ax": (10, 100, dict())}
+         "blstm": (16, 100, dict(layers=2, n=256)), "12ax": (10, 100, dict()), "conv": (16, 100, dict())}
 QUICK = {"linear": (4, 50, dict(layers=10, width=64)), "transformer": (4, 50, dict(blocks=2, d=256)),
-         "blstm": (4, 50, dict(layers=2, n=32)), "12ax": (10, 50, dict())}
+         "blstm": (4, 50, dict(layers=2, n=32)), "12ax": (10, 50, dict()), "conv": (4, 50, dict())}
 
 
 def status_mb(key):
@@ -46,25 +47,9 @@ def status_mb(key):
 
 
 # --- the models: config, hand-written module, weight mapping ---------------------------------------------------------
-def blstm_config(layers, n, dim=40, classes=1000, dropout=0.1):
-    from netcompiler.config import Config
-
-    net = {}
-    for i in range(layers):
-        for name, direction in (("fw", 1), ("bw", -1)):
-            net[f"lstm{i}_{name}"] = {"class": "rec", "unit": "nativelstm2", "n_out": n, "direction": direction,
-                                      "from": [f"lstm{i - 1}_fw", f"lstm{i - 1}_bw"] if i else "data"}
-            if i:
-                net[f"lstm{i}_{name}"]["dropout"] = dropout
-    net["output"] = {"class": "softmax", "n_out": classes, "loss": "ce", "target": "classes",
-                     "from": [f"lstm{layers - 1}_fw", f"lstm{layers - 1}_bw"]}
-    return Config({"extern_data": {"data": {"dim": dim}, "classes": {"dim": classes, "sparse": True}},
-                   "network": net, "optimizer": {"class": "adam"}, "learning_rate": 0.001})
-
-
 def make_model(name, settings):
     """(netcompiler config, hand-written torch module, [(nc name, hand parameter, nc -> hand layout)])."""
-    from hand_torch import TorchLinear, TorchTransformer
+    from hand_torch import TorchConv, TorchConvFront, TorchLinear, TorchTransformer
     from netcompiler.config import load_config
 
     t = lambda w: w.t()  # noqa: E731  netcompiler's W [in, out] is nn.Linear's weight [out, in] transposed
@@ -96,11 +81,18 @@ def make_model(name, settings):
                 mapping += linear(p + part, block[part])
         return config, hand, mapping + norm("final_ln", hand.final_ln), (80, 500)
     if name == "blstm":
-        config = blstm_config(settings["layers"], settings["n"])
-        hand = HandBLSTM(settings["layers"], settings["n"], 40, 1000)
+        from models import asr_config
+
+        hand = HandBLSTM(settings["layers"], settings["n"], 40, 1000, front=TorchConvFront(), output_dropout=True)
         mapping = [m for i, lstm in enumerate(hand.lstms) for d, sfx in (("fw", ""), ("bw", "_reverse"))
                    for m in lstm_mapping(f"lstm{i}_{d}/rec", lstm, sfx)]
-        return config, hand, mapping + linear("output", hand.output), (40, 1000)
+        return asr_config(settings["n"], settings["layers"]), hand, \
+            hand.front.mapping() + mapping + linear("output", hand.output), (40, 1000)
+    if name == "conv":
+        from models import asr_config
+
+        hand = TorchConv()
+        return asr_config(layers=0), hand, hand.front.mapping() + linear("output", hand.output), (40, 1000)
     if name == "12ax":
         config = load_config(os.path.join(ROOT, "configs", "demo-12ax-lstm.py"))
         hand = HandBLSTM(1, 10, 9, 2, bidirectional=False, dropout=0.0)
@@ -130,12 +122,15 @@ def _hand_blstm_class():
 
     class _HandBLSTM(torch.nn.Module):
         """(Bi)LSTM layers of torch.nn.LSTM on packed sequences (dropout on the input of every layer but the
-        first), then the output layer."""
+        first), then the output layer (dropout on its input with `output_dropout`); `front` (a module of
+        (x, lengths) with `out_dim` features per frame) runs before the first layer."""
 
-        def __init__(self, layers, n, dim, classes, bidirectional=True, dropout=0.1):
+        def __init__(self, layers, n, dim, classes, bidirectional=True, dropout=0.1, front=None,
+                     output_dropout=False):
             super().__init__()
-            self.p = dropout
+            self.p, self.front, self.output_dropout = dropout, front, output_dropout
             width = 2 * n if bidirectional else n
+            dim = front.out_dim if front is not None else dim
             self.lstms = torch.nn.ModuleList(torch.nn.LSTM(width if i else dim, n, bidirectional=bidirectional)
                                              for i in range(layers))
             for lstm in self.lstms:
@@ -147,13 +142,15 @@ def _hand_blstm_class():
 
         def forward(self, x, lengths):
             T = x.shape[1]
-            h = x.transpose(0, 1)
+            h = (self.front(x, lengths) if self.front is not None else x).transpose(0, 1)
             lengths = lengths.long()
             for i, lstm in enumerate(self.lstms):
                 if i:
                     h = F.dropout(h, self.p, self.training)
                 packed = pack_padded_sequence(h, lengths, enforce_sorted=False)
                 h, _ = pad_packed_sequence(lstm(packed)[0], total_length=T)
+            if self.output_dropout:
+                h = F.dropout(h, self.p, self.training)
             return self.output(h.transpose(0, 1))
 
     return _HandBLSTM

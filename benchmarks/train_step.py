@@ -21,27 +21,13 @@ from netcompiler.engine.session import set_up_process  # noqa: E402
 from netcompiler.engine.trainer import Trainer  # noqa: E402
 from netcompiler.network import build_network  # noqa: E402
 
+from models import asr_config as blstm_config  # noqa: E402  (TF-free: torch_step.py's conv model reads it too)
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TARGET = 0.95
 
 
 # --- the models, scaled down from the shipped configs (same architecture) ---------------------------------------
-def blstm_config(size=256, layers=2):
-    """configs/asr-conv-blstm.py with `layers` (not 3) BLSTM layers of `size` (not 512) per direction; layers=0
-    leaves the conv front-end alone in front of the output layer."""
-    config = load_config(os.path.join(ROOT, "configs", "asr-conv-blstm.py"))
-    shipped = config.values["network"]
-    net = {k: dict(v) for k, v in shipped.items() if not k.startswith("lstm")}
-    for i in range(layers):
-        for d in ("fw", "bw"):  # lstm0 reads the conv front-end, every later layer both halves of the one before
-            net[f"lstm{i}_{d}"] = dict(shipped[f"lstm{min(i, 1)}_{d}"], n_out=size)
-            if i:
-                net[f"lstm{i}_{d}"]["from"] = [f"lstm{i - 1}_fw", f"lstm{i - 1}_bw"]
-    net["encoder"]["from"] = [f"lstm{layers - 1}_fw", f"lstm{layers - 1}_bw"] if layers else "conv_merged"
-    config.values["network"] = net
-    return config
-
-
 def transformer_config():
     """configs/transformer-enc.py as shipped (d_model 256, 4 heads, FF 1024, 2 blocks)."""
     return load_config(os.path.join(ROOT, "configs", "transformer-enc.py"))
