@@ -329,13 +329,14 @@ class GenericAttentionLayer(LayerBase):
         base_layer, weights_layer = self.opts["base"], self.opts["weights"]
         reduce, pairs, squeezed, time = self._plan(base_layer.output, weights_layer.output)
         weights, base = inputs.value(weights_layer), inputs.value(base_layer)
-        if squeezed:
-            weights = rf.squeeze(weights, squeezed)
         renames = [(time, reduce)] + [(b, w) for b, w in pairs.items()]
         for in_dim, out_dim in renames:  # the weights' Dims: none of them is a base axis not paired with it
             if in_dim != out_dim:
                 base = rf.replace_dim(base, in_dim=in_dim, out_dim=out_dim)
-        return rf.matmul(weights, base, reduce=reduce)
+        # the squeezed axes (of length 1) go through the matmul and are dropped from its result: on the usual
+        # [B, 1, T] weights of softmax_over_spatial, that takes them as they are (no squeeze and expand again)
+        out = rf.matmul(weights, base, reduce=reduce)
+        return rf.squeeze(out, squeezed) if squeezed else out
 
 
 class RecUnstackLayer(LayerBase):
