@@ -1,7 +1,7 @@
 """TensorFlow: a transpose of a tensor from outside a `while_loop_raw` body is made once before the loop
 (`loop_invariant.hoisted`), through nested loops; the values and gradients are those NumPy computes, and the
 loop bodies hold no Transpose. A tensor made in the body, one in a `cond` branch, and one from outside a branch
-around the loop stay where they are."""
+around the loop stay where they are. The same for an expand_dims."""
 
 import collections
 
@@ -113,3 +113,28 @@ def test_a_tensor_of_the_body_or_outside_a_loop_is_transposed_where_it_is():
     np.testing.assert_array_equal(looped, 8 * x.T)
     np.testing.assert_array_equal(branch, x.T)
     np.testing.assert_array_equal(in_branch, 2 * x.T)
+
+
+def test_an_expand_dims_of_an_outside_tensor_runs_before_the_loop_too():
+    rng = np.random.RandomState(1)
+    x, mask = rng.randn(2, 5).astype("float32"), rng.rand(2, 5) > 0.5
+
+    @tf.function
+    def run(x, mask):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+
+            def body(i, acc):  # acc [2, 1, 5] <- where(mask, acc + x, 0): both outside tensors get a unit axis
+                wide = TFBackend.expand_dims_raw(x, 1)
+                return i + 1, tf.where(TFBackend.expand_dims_raw(mask, 1), acc + wide * wide, 0.0)
+            _, acc = TFBackend.while_loop_raw(lambda i, acc: i < 3, body, [tf.constant(0), tf.zeros([2, 1, 5])])
+            loss = tf.reduce_sum(acc)
+        return acc, tape.gradient(loss, x)
+
+    concrete = run.get_concrete_function(tf.TensorSpec([2, 5]), tf.TensorSpec([2, 5], tf.bool))
+    bodies = loop_bodies(concrete)
+    assert bodies and all(ops["ExpandDims"] == 0 for ops in bodies.values()), bodies
+    assert ops_by_function(concrete)[""]["ExpandDims"] == 2
+    acc, grad = [t.numpy() for t in run(tf.constant(x), tf.constant(mask))]
+    np.testing.assert_allclose(acc, np.where(mask, 3 * x * x, 0.0)[:, None], rtol=1e-6)
+    np.testing.assert_allclose(grad, np.where(mask, 6 * x, 0.0), rtol=1e-5)

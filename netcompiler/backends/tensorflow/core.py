@@ -224,7 +224,7 @@ class CoreOps:
 
     @classmethod
     def expand_dims_raw(cls, raw: Any, axis: int) -> Any:
-        return tf.expand_dims(raw, axis)
+        return hoisted(("expand_dims", axis), raw, lambda r: tf.expand_dims(r, axis))
 
     @classmethod
     def squeeze_raw(cls, raw: Any, axes: Sequence[int]) -> Any:

@@ -1,7 +1,8 @@
 """Work on a loop-invariant tensor done once, before the loop: inside a `while_loop_raw` body, an op on a tensor
 of the graph around the loop (e.g. the encoder an attention decoder reads in every step; the body would capture
-it) is made in that graph, and the body captures its result instead. Without this, the attention decoder of
-configs/attention-copy.py transposed the whole encoder, and its gradient back, in every decoder step. Also
+it) is made in that graph, and the body captures its result instead (`transpose_raw`, `expand_dims_raw`).
+Without this, the attention decoder of configs/attention-copy.py transposed the whole encoder, and its gradient
+back, in every decoder step, and gave the encoder's mask a unit axis twice per step. Also
 `in_loop_body`, for ops whose choice depends on running once per step."""
 
 from __future__ import annotations
