@@ -257,11 +257,12 @@ def check_agreement(extra, batch):
     objective.backward()
     hand.eval()
     hand.zero_grad(set_to_none=True)
-    hand_loss = extra["loss_fn"](x, y, lengths)
-    hand_loss.backward()
+    loss = extra["loss_fn"](x, y, lengths)
+    loss.backward()
+    hand_loss = loss.detach()
     hand.train()
     frames = float(lengths.sum())
-    nc_loss = float(objective) + frames * extra["entropy"]
+    nc_loss = float(objective.detach()) + frames * extra["entropy"]
     assert abs(nc_loss - float(hand_loss)) <= 1e-4 * abs(float(hand_loss)), (nc_loss, float(hand_loss))
     worst = 0.0
     for nc_name, param, to_hand in extra["mapping"]:
