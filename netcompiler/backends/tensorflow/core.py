@@ -55,6 +55,25 @@ def _is_bias(bias: Any, x: Any) -> bool:
         and b_shape[0] is not None and b_shape[0] == x_shape[-1]
 
 
+def _is_constant(raw: Any) -> bool:
+    """Whether `raw` is a graph constant (eager tensors are not: their gradient costs no tracing)."""
+    return isinstance(raw, tf.Tensor) and not tf.executing_eagerly() and getattr(raw, "op", None) is not None \
+        and raw.op.type == "Const"
+
+
+def _is_scalar_constant(raw: Any) -> bool:
+    return _is_constant(raw) and raw.shape.rank == 0
+
+
+def _not_broadcast(x: Any, cond: Any) -> bool:
+    """Whether where(cond, x, scalar) has x's shape: cond has no more axes, and none where x has a size-1 axis
+    (the frontend gives an operand lacking a dim a static size 1 there; an unknown size is the result's)."""
+    x_shape, c_shape = x.shape, cond.shape
+    if x_shape.rank is None or c_shape.rank is None or c_shape.rank > x_shape.rank:
+        return False
+    return all(c == 1 for n, c in zip(x_shape.as_list()[x_shape.rank - c_shape.rank:], c_shape.as_list()) if n == 1)
+
+
 def _shape_target(raw: Any) -> Any:
     """What reshapes a tensor back to `raw`'s shape: its static shape with -1 for its one unknown size, else its
     (per graph shared) Shape."""
@@ -139,6 +158,14 @@ class CoreOps:
 
     @classmethod
     def where_raw(cls, cond: Any, true_: Any, false_: Any) -> Any:
+        # a tensor masked with a constant (padding, -inf before a softmax) gets a gradient of its own: `where` of
+        # the mask, 1 op where SelectV2's broadcasting gradient takes ~14 (and pushes shapes in a loop body)
+        for x, fill, keep in ((true_, false_, True), (false_, true_, False)):
+            if _is_scalar_constant(fill) and x.dtype.is_floating and not _is_constant(x) and \
+                    _not_broadcast(x, cond):
+                zero = graph_constant(0.0, x.dtype)
+                pick = (lambda a, b: tf.where(cond, a, b)) if keep else (lambda a, b: tf.where(cond, b, a))
+                return with_tape_gradient("MaskedFill", lambda t: pick(t, fill), x, lambda dy: pick(dy, zero))
         return tf.where(cond, true_, false_)
 
     @classmethod
@@ -327,11 +354,20 @@ class CoreOps:
             return (tf.nn.log_softmax if log else tf.nn.softmax)(raw, axis=axis)
         # over another axis tf.nn.softmax swaps it to the end with a permutation computed at run time (about ten
         # ops, in every step of a loop); written out, it is five
-        shifted = raw - tf.stop_gradient(tf.reduce_max(raw, axis=axis, keepdims=True))
-        if log:
-            return shifted - tf.math.log(tf.reduce_sum(tf.exp(shifted), axis=axis, keepdims=True))
-        exp = tf.exp(shifted)
-        return exp / tf.reduce_sum(exp, axis=axis, keepdims=True)
+        # (with the gradient from the output alone: 3-4 ops, where autodiff through these takes ~20)
+        def forward(x):
+            shifted = x - tf.reduce_max(x, axis=axis, keepdims=True)
+            if log:
+                return shifted - tf.math.log(tf.reduce_sum(tf.exp(shifted), axis=axis, keepdims=True))
+            exp = tf.exp(shifted)
+            return exp / tf.reduce_sum(exp, axis=axis, keepdims=True)
+
+        def backward(dy):
+            if log:
+                return dy - tf.exp(y) * tf.reduce_sum(dy, axis=axis, keepdims=True)
+            return y * (dy - tf.reduce_sum(dy * y, axis=axis, keepdims=True))
+        y = with_tape_gradient("Softmax", forward, raw, backward)
+        return y
 
     @classmethod
     def cumsum_raw(cls, raw: Any, axis: int, reverse: bool) -> Any:

@@ -3,14 +3,16 @@
 `tf.custom_gradient` traces an Identity per output and an IdentityN per call (for ``tf.gradients``), and
 its graph-mode bookkeeping costs about 2 ms per call; a chain of thousands of dropout layers pays that per layer.
 Here the forward ops run with the tape paused and one tape entry maps the output to the input's gradient.
-``tf.gradients`` (used inside `tf.while_loop` bodies) does not read the tape: there the forward ops'
-own registered gradients apply, which give the same values."""
+``tf.gradients``, which differentiates `while_loop_raw` bodies, does not read the tape: in a loop body (traced
+once, so the bookkeeping is paid once) the gradient is given with ``tf.custom_gradient``, which it reads."""
 
 from __future__ import annotations
 
 from typing import Any, Callable, List, Sequence
 
 import tensorflow as tf
+
+from .loop_invariant import in_loop_body
 
 try:  # TensorFlow's tape API behind tf.custom_gradient (not exported under tf.*)
     from tensorflow.python.eager import record as _record
@@ -28,7 +30,7 @@ def with_tape_gradients(name: str, forward: Callable[..., Any], xs: Sequence[Any
     """`forward(*xs)`, whose gradient on the tape is `backward(dy, xs)`: one gradient per input, for the
     output's gradient dy (`xs` as tensors: a variable given is read once, here)."""
     xs = [tf.convert_to_tensor(x) for x in xs]  # a variable is read here, on the tape: it is what the gradient reaches
-    if _record is None:
+    if _record is None or in_loop_body():
         @tf.custom_gradient
         def recorded(*ts):
             return forward(*ts), lambda dy: backward(dy, list(ts))
