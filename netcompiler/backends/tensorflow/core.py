@@ -356,7 +356,8 @@ class CoreOps:
         # ops, in every step of a loop); written out, it is five
         # (with the gradient from the output alone: 3-4 ops, where autodiff through these takes ~20)
         def forward(x):
-            shifted = x - tf.reduce_max(x, axis=axis, keepdims=True)
+            # (stop_gradient: where these ops are differentiated after all, in a cond branch, the shift's is 0)
+            shifted = x - tf.stop_gradient(tf.reduce_max(x, axis=axis, keepdims=True))
             if log:
                 return shifted - tf.math.log(tf.reduce_sum(tf.exp(shifted), axis=axis, keepdims=True))
             exp = tf.exp(shifted)
