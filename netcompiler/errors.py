@@ -52,8 +52,9 @@ class ConfigError(NetcompilerError):
     """A mistake in a config file.
 
     The message names what is wrong (`subject`: usually the layer), the option
-    concerned, and a suggestion where one is obvious. The network builder adds
-    the config file and line of the layer's entry when it knows them.
+    concerned (put in front as "option 'X': " where neither the message nor the
+    subject quotes it), and a suggestion where one is obvious. The network builder
+    adds the config file and line of the layer's entry when it knows them.
     """
 
     def __init__(
@@ -92,6 +93,8 @@ class ConfigError(NetcompilerError):
             parts.append(f"{self.subject}: ")
         elif self.layer is not None:
             parts.append(f"layer '{self.layer}': ")
+        if self.option is not None and f"'{self.option}'" not in self.message + (self.subject or ""):
+            parts.append(f"option '{self.option}': ")  # the message did not name it
         parts.append(self.message)
         if self.suggestion:
             parts.append(f" -- {self.suggestion}")

@@ -116,7 +116,7 @@ def test_registry_get_register_names():
         registry.register("alpha", B)
     with pytest.raises(UnknownLayerClassError) as info:
         registry.get("alpah", layer="out")
-    assert str(info.value) == "layer 'out': unknown widget 'alpah' -- did you mean 'alpha'?"
+    assert str(info.value) == "layer 'out': option 'kind': unknown widget 'alpah' -- did you mean 'alpha'?"
     assert info.value.option == "kind"
 
 

@@ -293,3 +293,22 @@ def test_subprocess_debug_shows_a_traceback(tmp_path):
     assert "Traceback" in result.stderr
     assert "UnknownReferenceError" in result.stderr
     assert "did you mean 'enc0'?" in result.stderr
+
+
+def test_the_option_is_named_once_whatever_the_message_says():
+    named = ConfigError("the softmax axis must be spatial", layer="att", option="axis", suggestion="use F")
+    assert str(named) == "layer 'att': option 'axis': the softmax axis must be spatial -- use F"
+    quoted = ConfigError("option 'dropout' must be a rate in [0, 1), not 1.5", layer="out", option="dropout")
+    assert str(quoted) == "layer 'out': option 'dropout' must be a rate in [0, 1), not 1.5"
+    keyed = ConfigError("must be an int", subject="config key 'num_outputs'", option="num_outputs")
+    assert str(keyed) == "config key 'num_outputs': must be an int"
+    assert str(ConfigError("no option here", layer="x")) == "layer 'x': no option here"
+
+
+def test_a_layer_error_whose_text_does_not_say_the_option_still_names_it(tmp_path, capsys):
+    path = write_config(tmp_path, """
+        network = {"output": {"class": "softmax_over_spatial", "axis": "F", "from": "data"}}
+    """)
+    line = error_line(capsys, path)
+    assert line.startswith(f"error: {path}:{line_of(path, 'softmax_over_spatial')}: layer 'output': option 'axis': "
+                           f"the softmax axis must be spatial"), line

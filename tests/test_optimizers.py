@@ -39,7 +39,7 @@ def test_unknown_optimizer_class_suggests():
     with pytest.raises(InvalidOptionError) as info:
         make_optimizer({"optimizer": {"class": "adma"}})
     message = str(info.value)
-    assert message.startswith("config key 'optimizer': unknown optimizer class 'adma'")
+    assert message.startswith("config key 'optimizer': option 'class': unknown optimizer class 'adma'")
     assert "did you mean 'adam'?" in message
 
 
