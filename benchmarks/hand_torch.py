@@ -78,7 +78,7 @@ class TorchConvFront(torch.nn.Module):
         return h.permute(0, 2, 3, 1).reshape(B, T, -1)
 
     def mapping(self):
-        """[(netcompiler parameter name, parameter, netcompiler -> torch layout)]: [3, 3, in, out] -> [out, in, 3, 3]."""
+        """[(netcompiler parameter name, parameter, its layout -> torch's)]: [3, 3, in, out] -> [out, in, 3, 3]."""
         return [(f"conv{i}/W", getattr(self, f"conv{i}").weight, lambda w: w.permute(3, 2, 0, 1)) for i in range(2)]
 
 

@@ -16,9 +16,10 @@ imports).
 Models: deep linear (100 x 512, ReLU, dropout 0.1 on each layer's input, Adam); configs/transformer-enc.py as
 shipped (2 pre-norm blocks, d 256; label smoothing 0.1, global-norm clipping 1); configs/asr-conv-blstm.py with
 2 BLSTM layers x 256 per direction (`models.asr_config`; hand: `hand_torch.TorchConvFront`, then
-`torch.nn.LSTM(bidirectional=True)` on packed sequences); configs/demo-12ax-lstm.py (LSTM 10; hand: `torch.nn.LSTM` on packed sequences); the conv front-end
-of configs/asr-conv-blstm.py before a 1000-class softmax (hand: `hand_torch.TorchConv`). Batches have
-ragged lengths (between half and all of the frames). Both sides run with `--threads` intra-op threads.
+`torch.nn.LSTM(bidirectional=True)` on packed sequences); configs/demo-12ax-lstm.py (LSTM 10; hand:
+`torch.nn.LSTM` on packed sequences); the conv front-end of configs/asr-conv-blstm.py before a 1000-class softmax
+(hand: `hand_torch.TorchConv`). Batches have ragged lengths (between half and all of the frames). Both sides
+run with `--threads` intra-op threads.
 """
 
 import argparse
@@ -50,6 +51,7 @@ def status_mb(key):
 def make_model(name, settings):
     """(netcompiler config, hand-written torch module, [(nc name, hand parameter, nc -> hand layout)])."""
     from hand_torch import TorchConv, TorchConvFront, TorchLinear, TorchTransformer
+    from models import asr_config, linear_config, transformer_config
     from netcompiler.config import load_config
 
     t = lambda w: w.t()  # noqa: E731  netcompiler's W [in, out] is nn.Linear's weight [out, in] transposed
@@ -60,15 +62,11 @@ def make_model(name, settings):
                                                      else [])
 
     if name == "linear":
-        from models import linear_config
-
         config = linear_config(settings["layers"], settings["width"])
         hand = TorchLinear(settings["layers"], settings["width"], 40, 100)
         mapping = [m for i, layer in enumerate(hand.hidden) for m in linear(f"l{i + 1}", layer)]
         return config, hand, mapping + linear("output", hand.output), (40, 100)
     if name == "transformer":
-        from models import transformer_config
-
         d = settings["d"]
         config = transformer_config(settings["blocks"], d, 4, 4 * d)
         hand = TorchTransformer(settings["blocks"], d, 4, 4 * d, 80, 500)
@@ -81,16 +79,12 @@ def make_model(name, settings):
                 mapping += linear(p + part, block[part])
         return config, hand, mapping + norm("final_ln", hand.final_ln), (80, 500)
     if name == "blstm":
-        from models import asr_config
-
         hand = HandBLSTM(settings["layers"], settings["n"], 40, 1000, front=TorchConvFront(), output_dropout=True)
         mapping = [m for i, lstm in enumerate(hand.lstms) for d, sfx in (("fw", ""), ("bw", "_reverse"))
                    for m in lstm_mapping(f"lstm{i}_{d}/rec", lstm, sfx)]
         return asr_config(settings["n"], settings["layers"]), hand, \
             hand.front.mapping() + mapping + linear("output", hand.output), (40, 1000)
     if name == "conv":
-        from models import asr_config
-
         hand = TorchConv()
         return asr_config(layers=0), hand, hand.front.mapping() + linear("output", hand.output), (40, 1000)
     if name == "12ax":

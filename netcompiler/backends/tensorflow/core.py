@@ -57,21 +57,21 @@ def _is_bias(bias: Any, x: Any) -> bool:
 
 def _is_constant(raw: Any) -> bool:
     """Whether `raw` is a graph constant (eager tensors are not: their gradient costs no tracing)."""
-    return isinstance(raw, tf.Tensor) and not tf.executing_eagerly() and getattr(raw, "op", None) is not None \
-        and raw.op.type == "Const"
+    return isinstance(raw, tf.Tensor) and not tf.executing_eagerly() and raw.op.type == "Const"
 
 
-def _is_scalar_constant(raw: Any) -> bool:
-    return _is_constant(raw) and raw.shape.rank == 0
-
-
-def _not_broadcast(x: Any, cond: Any) -> bool:
-    """Whether where(cond, x, scalar) has x's shape: cond has no more axes, and none where x has a size-1 axis
-    (the frontend gives an operand lacking a dim a static size 1 there; an unknown size is the result's)."""
+def _is_mask_fill(x: Any, fill: Any, cond: Any) -> bool:
+    """Whether where(cond, x, fill) fills a float tensor `x` with a scalar constant where `cond` is False, and has
+    x's shape: `cond` has no more axes, nor one of size > 1 where x has size 1 (the frontend gives an operand
+    lacking a dim a static size 1 there; an unknown size of x is the result's)."""
+    if not (isinstance(x, tf.Tensor) and x.dtype.is_floating and not _is_constant(x)
+            and _is_constant(fill) and fill.shape.rank == 0):
+        return False
     x_shape, c_shape = x.shape, cond.shape
     if x_shape.rank is None or c_shape.rank is None or c_shape.rank > x_shape.rank:
         return False
-    return all(c == 1 for n, c in zip(x_shape.as_list()[x_shape.rank - c_shape.rank:], c_shape.as_list()) if n == 1)
+    x_sizes = x_shape.as_list()[x_shape.rank - c_shape.rank:]
+    return all(n != 1 or c == 1 for n, c in zip(x_sizes, c_shape.as_list()))
 
 
 def _shape_target(raw: Any) -> Any:
@@ -160,12 +160,14 @@ class CoreOps:
     def where_raw(cls, cond: Any, true_: Any, false_: Any) -> Any:
         # a tensor masked with a constant (padding, -inf before a softmax) gets a gradient of its own: `where` of
         # the mask, 1 op where SelectV2's broadcasting gradient takes ~14 (and pushes shapes in a loop body)
-        for x, fill, keep in ((true_, false_, True), (false_, true_, False)):
-            if _is_scalar_constant(fill) and x.dtype.is_floating and not _is_constant(x) and \
-                    _not_broadcast(x, cond):
-                zero = graph_constant(0.0, x.dtype)
-                pick = (lambda a, b: tf.where(cond, a, b)) if keep else (lambda a, b: tf.where(cond, b, a))
-                return with_tape_gradient("MaskedFill", lambda t: pick(t, fill), x, lambda dy: pick(dy, zero))
+        if _is_mask_fill(true_, false_, cond):
+            zero = graph_constant(0.0, true_.dtype)
+            return with_tape_gradient("MaskedFill", lambda t: tf.where(cond, t, false_), true_,
+                                      lambda dy: tf.where(cond, dy, zero))
+        if _is_mask_fill(false_, true_, cond):
+            zero = graph_constant(0.0, false_.dtype)
+            return with_tape_gradient("MaskedFill", lambda t: tf.where(cond, true_, t), false_,
+                                      lambda dy: tf.where(cond, zero, dy))
         return tf.where(cond, true_, false_)
 
     @classmethod

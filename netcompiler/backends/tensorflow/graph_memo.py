@@ -21,14 +21,15 @@ def graph_memo(graph: Any = None) -> dict:
     return memo
 
 
-def graph_once(key: Any, make: Callable[[], Any]) -> Any:
+def graph_once(key: Any, make: Callable[[], Any], graph: Any = None) -> Any:
     """`make()`; while tracing, made once per graph for `key` (outside any control dependencies, so that every
-    user may share it) and kept in the graph's memo."""
+    user may share it) and kept in the graph's memo. `graph`: made there (default: the graph being traced)."""
     if tf.executing_eagerly():
         return make()
-    memo = graph_memo()
+    graph = tf.compat.v1.get_default_graph() if graph is None else graph
+    memo = graph_memo(graph)
     if key not in memo:
-        with tf.compat.v1.get_default_graph().control_dependencies(None):
+        with graph.as_default(), graph.control_dependencies(None):
             memo[key] = make()
     return memo[key]
 

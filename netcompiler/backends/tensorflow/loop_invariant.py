@@ -11,7 +11,7 @@ from typing import Any, Callable, Hashable, Iterator
 
 import tensorflow as tf
 
-from .graph_memo import graph_memo
+from .graph_memo import graph_memo, graph_once
 
 _BODY = "loop body"
 """Graph memo key: set in the body graphs of `while_loop_raw`."""
@@ -35,11 +35,7 @@ def hoisted(key: Hashable, raw: Any, make: Callable[[Any], Any]) -> Any:
     graph = tf.compat.v1.get_default_graph()
     if raw.graph is graph or not _inside_loop_of(graph, raw.graph):
         return make(raw)
-    with raw.graph.as_default(), tf.control_dependencies(None):
-        memo, memo_key = graph_memo(), ("hoisted", key, raw.ref())
-        if memo_key not in memo:
-            memo[memo_key] = make(raw)
-        return memo[memo_key]
+    return graph_once(("hoisted", key, raw.ref()), lambda: make(raw), graph=raw.graph)
 
 
 def in_loop_body() -> bool:
