@@ -11,6 +11,8 @@ GOALS = {  # measure: (goal text, test of the ratio)
 GROWTH_GOAL = 1.1
 SCALING_GOALS = {"build_wall": 60.0, "peak_mb": 2048.0}
 PIPELINE_GOAL = 5.0
+BACKENDS = (("TF", "nc-tf", "hand-tf", "TF2"), ("torch", "nc-torch", "hand-torch", "PyTorch"))
+"""Each backend's label, its netcompiler and hand-written sides, and the hand-written side's name."""
 # the train step that consumes each pipeline's batches (its netcompiler TF frames per CPU-second)
 PIPELINE_CONSUMER = {"12ax": "12ax", "hdf": "conv"}
 
@@ -40,7 +42,7 @@ def ratio_cells(verdicts, label, measure, nc, hand):
 
 def model_rows(verdicts, name, entry):
     rows = []
-    for backend, nc_side, hand_side in (("TF", "nc-tf", "hand-tf"), ("torch", "nc-torch", "hand-torch")):
+    for backend, nc_side, hand_side, _hand_name in BACKENDS:
         if nc_side not in entry:
             continue
         nc, hand = entry[nc_side], entry[hand_side]
@@ -92,25 +94,35 @@ def growth_lines(verdicts, growth):
 
 def scaling_lines(verdicts, scaling):
     """The --scaling chain: netcompiler's build to first step against the absolute goals, and both sides' build
-    time and peak memory with their ratios (the first step is one 10-frame sequence: the peak is the build's)."""
+    time and peak memory with their ratios (the first step is one 10-frame sequence: the peak is the build's), for
+    each backend measured."""
     if scaling is None:
         return []
-    layers, nc, hand = scaling["layers"], scaling["nc-tf"], scaling["hand-tf"]
-    if "error" in nc:
-        verdicts.crashed.append(f"scaling: {nc['error']}")
-        return [f"{layers}-layer chain: CRASHED"]
-    ok_time = verdicts.judge("scaling build", nc["build_wall"] < SCALING_GOALS["build_wall"])
-    ok_mem = verdicts.judge("scaling memory", nc["peak_mb"] < SCALING_GOALS["peak_mb"])
-    lines = [f"{layers}-layer chain (width 64, first step on one 10-frame sequence), netcompiler TF: build to first "
-             f"step {nc['build_wall']:.1f} s wall ({nc['build_cpu']:.1f} s CPU; goal < 60 s: {ok_time}), peak "
-             f"{nc['peak_mb']:.0f} MB (goal < 2 GB: {ok_mem})"]
-    if "error" in hand:  # the reference failing (e.g. out of memory) is reported, not a crash of netcompiler's
-        return lines + [f"hand-written TF2: {hand['error'].splitlines()[-1]}"]
-    build = ratio_cells(verdicts, "scaling", "build", nc["build_cpu"], hand["build_cpu"])
-    memory = ratio_cells(verdicts, "scaling", "memory", nc["peak_mb"], hand["peak_mb"])
-    return lines + [f"hand-written TF2: {hand['build_wall']:.1f} s wall, peak {hand['peak_mb']:.0f} MB; "
-                    f"build CPU s {build[0]}: ratio {build[1]} ({build[2]}: {build[3]}), peak MB {memory[0]}: "
-                    f"ratio {memory[1]} ({memory[2]}: {memory[3]})"]
+    layers, lines = scaling["layers"], []
+    for backend, nc_side, hand_side, hand_name in BACKENDS:
+        if nc_side not in scaling:
+            continue
+        nc, hand, label = scaling[nc_side], scaling.get(hand_side), f"scaling {backend}"
+        if "error" in nc:
+            verdicts.crashed.append(f"{label}: {nc['error']}")
+            lines.append(f"{layers}-layer chain, netcompiler {backend}: CRASHED")
+            continue
+        ok_time = verdicts.judge(f"{label} build", nc["build_wall"] < SCALING_GOALS["build_wall"])
+        ok_mem = verdicts.judge(f"{label} memory", nc["peak_mb"] < SCALING_GOALS["peak_mb"])
+        lines.append(f"{layers}-layer chain (width 64, first step on one 10-frame sequence), netcompiler {backend}: "
+                     f"build to first step {nc['build_wall']:.1f} s wall ({nc['build_cpu']:.1f} s CPU; goal < 60 s: "
+                     f"{ok_time}), peak {nc['peak_mb']:.0f} MB (goal < 2 GB: {ok_mem})")
+        if hand is None:
+            continue
+        if "error" in hand:  # the reference failing (e.g. out of memory) is reported, not a crash of netcompiler's
+            lines.append(f"hand-written {hand_name}: {hand['error'].splitlines()[-1]}")
+            continue
+        build = ratio_cells(verdicts, label, "build", nc["build_cpu"], hand["build_cpu"])
+        memory = ratio_cells(verdicts, label, "memory", nc["peak_mb"], hand["peak_mb"])
+        lines.append(f"hand-written {hand_name}: {hand['build_wall']:.1f} s wall, peak {hand['peak_mb']:.0f} MB; "
+                     f"build CPU s {build[0]}: ratio {build[1]} ({build[2]}: {build[3]}), peak MB {memory[0]}: "
+                     f"ratio {memory[1]} ({memory[2]}: {memory[3]})")
+    return lines
 
 
 def pipeline_lines(verdicts, pipeline, models):

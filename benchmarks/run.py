@@ -59,14 +59,18 @@ def merge(results):
     return {k: statistics.median(vs) if number(vs[0]) and len(set(vs)) > 1 else vs[0] for k, vs in values.items()}
 
 
+def torch_wanted(args):
+    """Whether the PyTorch sides run: torch installed and not --no-torch."""
+    return not args.no_torch and importlib.util.find_spec("torch") is not None
+
+
 def benchmark_models(names, args, size, log, results, save):
     """Measures the models into `results` (a dict: model -> side -> measures), calling `save` after each."""
     for i, name in enumerate(names):
         model = get_model(name, size)
         print(f"{name}: {model.description}", file=log, flush=True)
         entry = results[name] = {"description": model.description}
-        with_torch = (model.torch and not args.no_torch and importlib.util.find_spec("torch") is not None
-                      and (name in QUICK_TORCH or not args.quick))
+        with_torch = model.torch and torch_wanted(args) and (name in QUICK_TORCH or not args.quick)
         pairs = [("nc-tf", "hand-tf")] + ([("nc-torch", "hand-torch")] if with_torch else [])
         for pair in pairs:
             rounds = {side: [] for side in pair}
@@ -100,8 +104,8 @@ def main():
     parser.add_argument("--reps", type=int, default=None, help="timed passes per side (default 3; quick 1)")
     parser.add_argument("--rounds", type=int, default=1, help="processes per side, alternating order (default 1)")
     parser.add_argument("--scaling", action="store_true",
-                        help=f"also build a {SCALING_LAYERS}-layer chain on netcompiler and by hand (TF; goal < 60 s, "
-                             "< 2 GB, ratio <= 1.2)")
+                        help=f"also build a {SCALING_LAYERS}-layer chain on netcompiler and by hand (TF, and torch "
+                             "unless --no-torch; goal < 60 s, < 2 GB, ratio <= 1.2)")
     parser.add_argument("--scaling-layers", type=int, default=SCALING_LAYERS, metavar="N",
                         help=f"layers of the --scaling chain (default {SCALING_LAYERS})")
     parser.add_argument("--no-torch", action="store_true", help="skip the PyTorch sides (skipped too without torch)")
@@ -138,8 +142,9 @@ def main():
     benchmark_models(names, args, size, log, results["models"], save)
     results["growth"] = growth(results["models"])
     if args.scaling:
+        sides = ("nc-tf", "hand-tf") + (("nc-torch", "hand-torch") if torch_wanted(args) else ())
         results["scaling"] = {"layers": args.scaling_layers, **{
-            side: run_child(f"linear-{args.scaling_layers}", side, size, 0, log) for side in ("nc-tf", "hand-tf")}}
+            side: run_child(f"linear-{args.scaling_layers}", side, size, 0, log) for side in sides}}
     if not args.no_pipeline:
         results["pipeline"] = {name: run_child(f"pipeline:{name}", "nc-tf", size, 0, log) for name in ("12ax", "hdf")}
     results["meta"].update(load_end=os.getloadavg()[0], seconds=time.time() - start)

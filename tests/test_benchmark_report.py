@@ -77,8 +77,18 @@ def test_scaling_chain_judged_by_absolute_goals_and_against_the_hand_written_cha
     text, missed, crashed = report.render(results({}, scaling=scaling))
     assert crashed == []
     # wall 80 s > 60 s, peak 2500 MB > 2 GB; build ratio 0.4 <= 1.2, memory ratio 1.25 > 1.1
-    assert missed == ["scaling build", "scaling memory", "scaling memory"]
+    assert missed == ["scaling TF build", "scaling TF memory", "scaling TF memory"]
     assert "5000-layer chain" in text and "ratio 0.40 (<= 1.2: OK)" in text and "ratio 1.25 (<= 1.1: **MISSED**)" in text
+    assert "torch" not in text  # not measured: no line
+
+
+def test_scaling_chain_on_torch_is_judged_beside_tf():
+    scaling = {"layers": 5000, "nc-tf": side(build=40.0, peak=2500.0), "hand-tf": side(build=100.0, peak=2000.0),
+               "nc-torch": side(build=2.0, peak=700.0), "hand-torch": side(build=1.0, peak=700.0)}
+    text, missed, crashed = report.render(results({}, scaling=scaling))
+    # torch: wall 4 s, 700 MB within the goals; build ratio 2.0 > 1.2, memory ratio 1.0
+    assert missed == ["scaling TF build", "scaling TF memory", "scaling TF memory", "scaling torch build"]
+    assert "netcompiler torch: build to first step 4.0 s wall" in text and "hand-written PyTorch: 2.0 s wall" in text
 
 
 def test_scaling_reference_failure_is_reported_but_not_a_netcompiler_crash():
@@ -88,4 +98,4 @@ def test_scaling_reference_failure_is_reported_but_not_a_netcompiler_crash():
     assert "hand-written TF2: exit -9: killed" in text
     scaling["nc-tf"] = {"error": "exit 1: boom"}
     text, missed, crashed = report.render(results({}, scaling=scaling))
-    assert crashed == ["scaling: exit 1: boom"] and "50-layer chain: CRASHED" in text
+    assert crashed == ["scaling TF: exit 1: boom"] and "50-layer chain, netcompiler TF: CRASHED" in text
