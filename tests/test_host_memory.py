@@ -1,7 +1,9 @@
 """A compile-net run keeps freed host memory for the next step (engine/host_memory.py, set by `Session`): the
 PyTorch train steps of a BLSTM after the first few fault no pages in, where with glibc's defaults each faults in
-tens of MB again. Each case runs in a process of its own, since malloc's settings are the process's."""
+tens of MB again; and oneDNN's primitive cache is bounded (unless the environment sizes it). Each case runs in a
+process of its own, since malloc's settings and oneDNN's cache are the process's."""
 
+import os
 import subprocess
 import sys
 
@@ -75,3 +77,52 @@ def test_every_compile_net_run_keeps_freed_memory(monkeypatch, tmp_path):
     config = load_config(str(path))
     session.Session(config, build_network(config), log=None, task="forward")
     assert calls == [1]
+
+
+# An LSTM run on three sequence lengths, then on the first again; prints oneDNN's verbose lines of that last run
+# (cache_hit: its primitives came from the cache). The capacity is `set_up_process`'s, made 2 here unless the
+# environment sets one.
+CACHE_SCRIPT = '''
+import torch
+from netcompiler.engine import host_memory, session
+
+host_memory.PRIMITIVE_CACHE_CAPACITY = 2
+session.set_up_process()  # after importing torch: oneDNN reads the capacity when it builds its first primitive
+lstm = torch.nn.LSTM(4, 3)
+
+def run(steps):
+    out, _ = lstm(torch.randn(steps, 2, 4))
+    out.sum().backward()
+
+for steps in (5, 6, 7):
+    run(steps)
+with torch.backends.mkldnn.verbose(2):
+    run(5)
+'''
+
+
+def primitive_cache_lookups(environment):
+    env = {k: v for k, v in os.environ.items() if k != "ONEDNN_PRIMITIVE_CACHE_CAPACITY"}
+    run = subprocess.run([sys.executable, "-c", CACHE_SCRIPT], capture_output=True, text=True, timeout=300,
+                         env={**env, **environment})
+    assert run.returncode == 0, run.stderr
+    return {outcome: run.stdout.count(f"create:cache_{outcome}") for outcome in ("hit", "miss")}
+
+
+def test_the_primitive_cache_is_bounded_unless_the_environment_sets_its_size():
+    bounded = primitive_cache_lookups({})
+    assert bounded["miss"] > 0 and bounded["hit"] == 0  # 2 entries: the first length's primitives were evicted
+    chosen = primitive_cache_lookups({"ONEDNN_PRIMITIVE_CACHE_CAPACITY": "1024"})
+    assert chosen["hit"] > 0 and chosen["miss"] == 0
+
+
+def test_set_up_process_keeps_a_cache_size_the_environment_sets(monkeypatch):
+    from netcompiler.engine import host_memory
+    from netcompiler.engine.session import set_up_process
+
+    monkeypatch.delenv("ONEDNN_PRIMITIVE_CACHE_CAPACITY", raising=False)
+    set_up_process()
+    assert os.environ["ONEDNN_PRIMITIVE_CACHE_CAPACITY"] == str(host_memory.PRIMITIVE_CACHE_CAPACITY)
+    monkeypatch.setenv("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "7")
+    set_up_process()
+    assert os.environ["ONEDNN_PRIMITIVE_CACHE_CAPACITY"] == "7"
