@@ -104,15 +104,26 @@ def one_pass(step, batches):
     return time.perf_counter() - wall, time.process_time() - cpu
 
 
+def side_builder(model, side):
+    """(build, convert) of one side: build() -> (parameter count, step), convert(NumPy batch) -> the side's tensors.
+    On netcompiler's sides the objects build() made are frozen out of garbage collections, as compile-net trains."""
+    build, convert = (_torch_side if side.endswith("torch") else _tf_side)(model, side)
+
+    def built():
+        params, step = build()
+        if side.startswith("nc-"):
+            gc.freeze()
+        return params, step
+    return built, convert
+
+
 def measure_side(model, side, reps, check_model=True):
     """The measures of one side (see the module docstring) as a dict."""
-    build, convert = (_torch_side if side.endswith("torch") else _tf_side)(model, side)
+    build, convert = side_builder(model, side)
     batches = [convert(b) for b in numpy_batches(model.batches)]
     rss_imports = status_mb("VmRSS")
     wall, cpu = time.perf_counter(), time.process_time()
     params, step = build()
-    if side.startswith("nc-"):
-        gc.freeze()  # as compile-net trains: the objects of the built model are left out of garbage collections
     float(step(*batches[0]))
     result = {"params": params, "build_wall": time.perf_counter() - wall, "build_cpu": time.process_time() - cpu}
     if reps:
