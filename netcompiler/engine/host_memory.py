@@ -16,13 +16,13 @@ CPU-second). TensorFlow's own step allocations showed no such faults.
 Not glibc (musl, macOS): nothing is changed.
 
 The second setting bounds oneDNN's primitive cache (the kernels oneDNN builds for one shape of an op, kept for
-reuse: PyTorch's LSTM, convolutions and layout reorders). Its default keeps 1024 primitives,
-and with the batch shapes of training (a new T in most batches) each new shape adds its LSTM primitives: a
-PyTorch BLSTM (`run.py`'s, 16 sequences of 100..300 frames per batch) grew from ~1.4 to ~2.3 GB resident in 300
-steps, and further. With 128 it reached ~1.7 GB (the hand-written PyTorch model ~1.8 GB), at the same speed. One
-step of that BLSTM uses 34 distinct primitives (65 with 6 x 512 layers, run.py --full), so a step of one batch
-shape still runs from the cache (with 16 the BLSTM's fixed-shape step lost 10-20%). TensorFlow's oneDNN reads the same setting; its benchmark
-steps measured the same with it.
+reuse: PyTorch's LSTM, convolutions and layout reorders). Its default keeps 1024 primitives, and with the batch
+shapes of training (a new T in most batches) each new shape adds its LSTM primitives: a PyTorch BLSTM (`run.py`'s,
+16 sequences of 100..300 frames per batch) grew from ~1.4 to ~2.3 GB resident in 300 steps, and further. With 128 it
+reached ~1.7 GB (the hand-written PyTorch model ~1.8 GB), at the same speed. One step of that BLSTM uses 34 distinct
+primitives (65 with 6 x 512 layers, run.py --full), so a step of one batch shape still runs from the cache (with 16
+the BLSTM's fixed-shape step lost 10-20%). TensorFlow's oneDNN reads the same setting; its benchmark steps measured
+the same with it.
 """
 
 from __future__ import annotations
