@@ -8,7 +8,8 @@ One model at run.py's default size, netcompiler and hand-written (`measure.side_
 run.py), each side in a process of its own. Step i trains on a batch of the model's batch size whose frames T are
 drawn from [frames / 2, 3 frames / 2] (a new T in most steps), sequence lengths from [T / 2, T] with the first
 sequence full. Printed per side: the resident set (VmRSS) every `--every` steps and the peak (VmHWM) at the end;
-the ratio of the peaks netcompiler / hand-written against run.py's memory goal (<= 1.1). Exits 1 on a miss.
+the ratio of the peaks netcompiler / hand-written against run.py's memory goal (<= 1.1). Exits 1 on a miss,
+2 when a side crashed (as run.py).
 """
 
 import argparse
@@ -62,7 +63,8 @@ def run_side(name, side, steps, every):
                           capture_output=True, text=True, env=env)
     lines = [line for line in proc.stdout.splitlines() if line.startswith(RESULT_MARK)]
     if proc.returncode or not lines:
-        raise SystemExit(f"{name} {side} failed (exit {proc.returncode}):\n{proc.stderr[-2000:]}")
+        print(f"{name} {side} CRASHED (exit {proc.returncode}):\n{proc.stderr[-2000:]}", file=sys.stderr)
+        sys.exit(2)
     return json.loads(lines[-1][len(RESULT_MARK):])
 
 
