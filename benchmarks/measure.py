@@ -29,6 +29,7 @@ import json
 import math
 import os
 import statistics
+import subprocess
 import sys
 import time
 
@@ -37,6 +38,21 @@ import numpy as np
 RESULT_MARK = "RESULT "
 MIN_PASS_CPU_S = 0.3
 """A timed pass goes over the batches as many times as make it last about this long (process CPU seconds)."""
+
+
+def child_result(script, args):
+    """Runs `script --child ARGS` in a fresh process (TF's C++ log quiet, the benchmark modules and this tree's
+    netcompiler importable); the dict it printed after RESULT_MARK, or {"error": "exit N: <its output's end>"}."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=os.pathsep.join(
+        [here, os.path.dirname(here), os.environ.get("PYTHONPATH", "")]))
+    proc = subprocess.run([sys.executable, os.path.abspath(script), "--child"] + [str(a) for a in args],
+                          capture_output=True, text=True, env=env)
+    lines = [line for line in proc.stdout.splitlines() if line.startswith(RESULT_MARK)]
+    if proc.returncode or not lines:
+        tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-6:])
+        return {"error": f"exit {proc.returncode}: {tail}"}
+    return json.loads(lines[-1][len(RESULT_MARK):])
 
 
 def status_mb(key):

@@ -15,13 +15,12 @@ the ratio of the peaks netcompiler / hand-written against run.py's memory goal (
 import argparse
 import json
 import os
-import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [HERE, os.path.dirname(HERE)]
 
-from measure import RESULT_MARK, side_builder, status_mb  # noqa: E402
+from measure import RESULT_MARK, child_result, side_builder, status_mb  # noqa: E402
 from models import get_model  # noqa: E402
 
 GOAL = 1.1
@@ -42,10 +41,6 @@ def varying_batches(spec, steps, seed=0):
 
 def child(name, side, steps, every):
     model = get_model(name, "default")
-    if side.endswith("torch"):
-        import torch
-
-        torch.set_num_threads(1)  # as run.py's torch sides
     build, convert = side_builder(model, side)
     _params, step = build()
     resident = {}
@@ -58,14 +53,11 @@ def child(name, side, steps, every):
 
 
 def run_side(name, side, steps, every):
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
-    proc = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", name, side, str(steps), str(every)],
-                          capture_output=True, text=True, env=env)
-    lines = [line for line in proc.stdout.splitlines() if line.startswith(RESULT_MARK)]
-    if proc.returncode or not lines:
-        print(f"{name} {side} CRASHED (exit {proc.returncode}):\n{proc.stderr[-2000:]}", file=sys.stderr)
+    result = child_result(__file__, [name, side, steps, every])
+    if "error" in result:
+        print(f"{name} {side} CRASHED ({result['error']})", file=sys.stderr)
         sys.exit(2)
-    return json.loads(lines[-1][len(RESULT_MARK):])
+    return result
 
 
 def main():
@@ -79,8 +71,11 @@ def main():
     if args.child:
         name, side, steps, every = args.child
         return child(name, side, int(steps), int(every))
+    names = args.models.split(",")
+    for name in names:
+        get_model(name, "default")  # an unknown name stops here, before any process runs (as run.py)
     missed = False
-    for name in args.models.split(","):
+    for name in names:
         for backend in args.backends.split(","):
             results = {side: run_side(name, side, args.steps, args.every) for side in (f"nc-{backend}",
                                                                                       f"hand-{backend}")}

@@ -16,7 +16,6 @@ import json
 import math
 import os
 import statistics
-import subprocess
 import sys
 import time
 
@@ -24,7 +23,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [HERE, os.path.dirname(HERE)]  # the benchmark modules and the netcompiler package of this tree
 
 from models import MODELS, get_model  # noqa: E402
-from measure import RESULT_MARK  # noqa: E402
+from measure import child_result  # noqa: E402
 import report  # noqa: E402
 
 SCALING_LAYERS = 5000
@@ -33,17 +32,8 @@ QUICK_TORCH = ("linear-100", "transformer")  # --quick runs only these on torch 
 
 def run_child(what, side, size, reps, log, check=False):
     """Runs `run.py --child` in a fresh process; its result dict, or {"error": ...} when it failed."""
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=os.pathsep.join(
-        [HERE, os.path.dirname(HERE), os.environ.get("PYTHONPATH", "")]))
-    cmd = [sys.executable, os.path.abspath(__file__), "--child", what, side, size, str(reps)] + ["--check"] * check
     start = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
-    lines = [line for line in proc.stdout.splitlines() if line.startswith(RESULT_MARK)]
-    if proc.returncode or not lines:
-        tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-6:])
-        result = {"error": f"exit {proc.returncode}: {tail}"}
-    else:
-        result = json.loads(lines[-1][len(RESULT_MARK):])
+    result = child_result(__file__, [what, side, size, reps] + ["--check"] * check)
     print(f"  {what:<12} {side:<10} {time.perf_counter() - start:6.1f} s  "
           f"{'ERROR ' + result['error'].splitlines()[-1] if 'error' in result else ''}", file=log, flush=True)
     return result

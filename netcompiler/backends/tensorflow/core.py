@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 import tensorflow as tf
@@ -72,6 +72,12 @@ def _is_mask_fill(x: Any, fill: Any, cond: Any) -> bool:
         return False
     x_sizes = x_shape.as_list()[x_shape.rank - c_shape.rank:]
     return all(n != 1 or c == 1 for n, c in zip(x_sizes, c_shape.as_list()))
+
+
+def _masked_fill(x: Any, fill: Any, select: Callable[[Any, Any], Any]) -> Any:
+    """`select(x, fill)` (a `where` of the mask with x on one side), whose gradient is `select(dy, 0)`."""
+    zero = graph_constant(0.0, x.dtype)
+    return with_tape_gradient("MaskedFill", lambda t: select(t, fill), x, lambda dy: select(dy, zero))
 
 
 def _shape_target(raw: Any) -> Any:
@@ -161,13 +167,9 @@ class CoreOps:
         # a tensor masked with a constant (padding, -inf before a softmax) gets a gradient of its own: `where` of
         # the mask, 1 op where SelectV2's broadcasting gradient takes ~14 (and pushes shapes in a loop body)
         if _is_mask_fill(true_, false_, cond):
-            zero = graph_constant(0.0, true_.dtype)
-            return with_tape_gradient("MaskedFill", lambda t: tf.where(cond, t, false_), true_,
-                                      lambda dy: tf.where(cond, dy, zero))
+            return _masked_fill(true_, false_, lambda kept, fill: tf.where(cond, kept, fill))
         if _is_mask_fill(false_, true_, cond):
-            zero = graph_constant(0.0, false_.dtype)
-            return with_tape_gradient("MaskedFill", lambda t: tf.where(cond, true_, t), false_,
-                                      lambda dy: tf.where(cond, zero, dy))
+            return _masked_fill(false_, true_, lambda kept, fill: tf.where(cond, fill, kept))
         return tf.where(cond, true_, false_)
 
     @classmethod
