@@ -110,18 +110,14 @@ def _chain_step_ops(tmp_path, n):
     return len(graph_def.node) + sum(len(f.node_def) for f in graph_def.library.function)
 
 
-@pytest.mark.parametrize("folded", [False, True], ids=["matmul", "einsum"])
-def test_a_linear_layer_with_dropout_traces_few_ops(tmp_path, monkeypatch, folded):
+def test_a_linear_layer_with_dropout_traces_few_ops(tmp_path):
     """62 ops per layer before BiasAdd, dropout's own gradient and the shape-free reshapes; 42 after; 32 since
     constants and shapes are made once per graph (one Shape for a whole chain) and dropout and reshapes record
-    their gradients on the tape directly; 29 where the layer is one Einsum (both sides of the weight matrix at
-    least FOLDED_MATMUL_MIN_SIDE long: forced here, or not). 12 of them are the optimizer's: 6 captured variables and
-    slots, 2 updates, 2 non-finite gates, 2 reads. A regression here shows as tracing time of deep networks
-    (about 0.3 ms per op)."""
-    from netcompiler.backends.tensorflow import core
-    monkeypatch.setattr(core, "FOLDED_MATMUL_MIN_SIDE", 1 if folded else 1000)
+    their gradients on the tape directly. 12 of them are the optimizer's: 6 captured variables and slots, 2
+    updates, 2 non-finite gates, 2 reads. A regression here shows as tracing time of deep networks (about 0.3 ms
+    per op)."""
     per_layer = (_chain_step_ops(tmp_path, 4) - _chain_step_ops(tmp_path, 2)) / 2
-    assert per_layer <= (29 if folded else 32), per_layer
+    assert per_layer <= 32, per_layer
 
 
 def test_reshape_gradient_of_a_gathered_variable_sums_repeated_rows():

@@ -258,13 +258,6 @@ class Backend:
         return None
 
     @classmethod
-    def matmul_folded_raw(cls, a: Any, b: Any) -> Optional[Any]:
-        """a [..., J] (rank 3 or more) x b [J, K] -> [..., K] as one op, where the backend has one that needs no
-        reshapes of a (fewer traced ops per layer, and per gradient). None (the default): `rf.matmul` folds a's
-        leading axes into one around `matmul_raw`."""
-        return None
-
-    @classmethod
     def layer_norm_raw(cls, raw: Any, scale: Any, bias: Any, eps: float) -> Optional[Any]:
         """(raw - mean) / sqrt(variance + eps) * scale + bias over the last axis in one kernel, where the backend
         has one (`bias` may be None). None (the default): `rf.fused_layer_norm`'s caller composes it of moments."""

@@ -138,9 +138,6 @@ def matmul(a: Tensor, b: Tensor, *, reduce: Union[Dim, Sequence[Dim]], use_mask:
         a2 = a_raw if na else backend.expand_dims_raw(a_raw, ns)
         b2 = b_raw if b_only else backend.expand_dims_raw(b_raw, ns + 1)
         raw = backend.squeeze_raw(backend.matmul_raw(a2, b2), ([] if na else [ns]) + ([] if b_only else [ns + 1]))
-    elif ns == 0 and nr == 1 and len(b_only) == 1 and \
-            (folded := backend.matmul_folded_raw(a_raw, b_raw)) is not None:
-        raw = folded
     else:
         b_shape = list(backend.get_shape_tuple_raw(b_raw))
         r_shape, b_own = b_shape[ns:ns + nr], b_shape[ns + nr:]

@@ -9,8 +9,8 @@ import tensorflow as tf
 
 from .graph_memo import graph_constant, graph_shape, same_shape
 from .keep_mask import keep_mask
-from .loop_invariant import hoisted, in_loop_body, loop_body
-from .tape_gradient import with_tape_gradient, with_tape_gradients
+from .loop_invariant import hoisted, loop_body
+from .tape_gradient import with_tape_gradient
 
 _COMBINE = {
     "add": tf.add, "sub": tf.subtract, "mul": tf.multiply, "truediv": tf.math.truediv,
@@ -94,10 +94,6 @@ def _reshape(raw: Any, shape: Any) -> Any:
     per reshape, two per linear layer of a chain."""
     return with_tape_gradient("Reshape", lambda x: tf.reshape(x, shape), raw,
                               lambda dy: tf.reshape(dy, _shape_target(raw)))
-
-
-FOLDED_MATMUL_MIN_SIDE = 64
-"""`matmul_folded_raw` makes one Einsum for a weight matrix with both sides at least this long (else None)."""
 
 
 class CoreOps:
@@ -328,28 +324,6 @@ class CoreOps:
     @classmethod
     def matmul_raw(cls, a: Any, b: Any) -> Any:
         return tf.linalg.matmul(a, b)
-
-    @classmethod
-    def matmul_folded_raw(cls, a: Any, b: Any) -> Optional[Any]:
-        # one Einsum instead of a MatMul between reshapes: 3 traced ops fewer per layer, its gradient two Einsums
-        # of our own (TF's adds a Shape and a Const per call for broadcasting a and b do not have here). oneDNN's
-        # Einsum costs ~30-45 us more per call than MatMul on small operands ([32, 20, 64] x [64, 1] forward and
-        # backward: 50 against 13 us), so not in a loop body (traced once, run every step) nor for a thin matrix.
-        # Whole steps (benchmarks/README.md, session 13): 128 x 128 layers 18% faster with it, 64 / 1024 ones
-        # equal or faster, 32 x 32 ones 10-20% slower
-        rank = a.shape.rank
-        if rank is None or not 3 <= rank <= 24 or b.shape.rank != 2 or not a.dtype.is_floating or in_loop_body() \
-                or any(n is None or n < FOLDED_MATMUL_MIN_SIDE for n in b.shape.as_list()):
-            return None
-        outer = "abcdefghijklmnopqrstuvw"[:rank - 1]  # a's leading axes; x the reduced one, y b's other one
-
-        def gradients(dy, ab):
-            return [tf.einsum(f"{outer}y,xy->{outer}x", dy, ab[1]), tf.einsum(f"{outer}x,{outer}y->xy", ab[0], dy)]
-        y = with_tape_gradients("FoldedMatMul", lambda a, b: tf.einsum(f"{outer}x,xy->{outer}y", a, b), [a, b],
-                                gradients)
-        if b.shape[0] is not None and b.shape[0] == b.shape[1]:
-            same_shape(y, a)  # a chain of square layers then shares one Shape op
-        return y
 
     @classmethod
     def softmax_raw(cls, raw: Any, axis: int, log: bool) -> Any:
