@@ -116,3 +116,32 @@ def test_forward_and_search_trace_paused():
         out = run({"data": np.ones((1, 2), np.float32)}, {"data": np.array([2], np.int32)})
         assert out.numpy().tolist() == [[2.0, 2.0]]
     assert enabled == [False] and gc.isenabled()
+
+
+def test_torch_optimizer_made_paused(monkeypatch, tmp_path):
+    """torch's first optimizer imports torch._dynamo (~0.7 s): with a large model's objects on the heap, the
+    collections that import starts walk them all (the 5000-layer chain's build: ~0.5 s of its ~3 s)."""
+    pytest.importorskip("torch")
+    from netcompiler.config import load_config
+    from netcompiler.engine import torch_optimizers
+    from netcompiler.engine.session import Session
+    from netcompiler.engine.training_task import training_parts
+    from netcompiler.network import build_network
+
+    enabled = []
+    original = torch_optimizers.make_torch_optimizer
+
+    def recording(*args, **kwargs):
+        enabled.append(gc.isenabled())
+        return original(*args, **kwargs)
+    monkeypatch.setattr(torch_optimizers, "make_torch_optimizer", recording)
+    path = tmp_path / "c.py"
+    path.write_text('backend = "torch"\n'
+                    'extern_data = {"data": {"dim": 3}, "classes": {"dim": 4, "sparse": True}}\n'
+                    'network = {"output": {"class": "softmax", "from": "data", "loss": "ce"}}\n'
+                    'optimizer = {"class": "adam"}\nlearning_rate = 0.01\n')
+    config = load_config(str(path))
+    session = Session(config, build_network(config), log=None, task="train")
+    training_parts(session)
+    assert enabled == [False]
+    assert gc.isenabled()
