@@ -120,6 +120,33 @@ def test_a_linear_layer_with_dropout_traces_few_ops(tmp_path):
     assert per_layer <= 32, per_layer
 
 
+def test_a_linear_layer_on_frames_is_a_plain_matmul(tmp_path):
+    """On frames [B, T, F] the linear map is MatMul between reshapes, forward and backward: oneDNN's Einsum and
+    BatchMatMul kernels keep a primitive per batch shape in TF's own cache (1024 per thread, no setting bounds it),
+    ~1.2 MB each when T changes from batch to batch (benchmarks/README.md, memory_growth.py)."""
+    from netcompiler.builtin import load_builtin_layers
+    from netcompiler.config import load_config
+    from netcompiler.emit.model import CompiledNetwork
+    from netcompiler.engine.optimizers import clip_gradients_fn, make_optimizer
+    from netcompiler.engine.trainer import Trainer
+    from netcompiler.network import build_network
+    load_builtin_layers()
+    path = tmp_path / "c.py"
+    path.write_text("extern_data = {'data': {'dim': 128}, 'classes': {'dim': 5, 'sparse': True}}\n"
+                    "optimizer = {'class': 'adam'}\nlearning_rate = 1e-3\nnetwork = {\n"
+                    "  'l0': {'class': 'linear', 'activation': 'relu', 'n_out': 256, 'from': 'data'},\n"
+                    "  'output': {'class': 'softmax', 'n_out': 5, 'loss': 'ce', 'from': 'l0'}}\n")
+    config = load_config(str(path))
+    model = CompiledNetwork(build_network(config))
+    optimizer = make_optimizer(config.values)
+    trainer = Trainer(model, optimizer, None, clip_gradients_fn(config.values), log=open(os.devnull, "w"))
+    optimizer.build(model.trainable_params)
+    graph_def = trainer.train_step.get_concrete_function().graph.as_graph_def()
+    kinds = [node.op for node in graph_def.node] + [n.op for f in graph_def.library.function for n in f.node_def]
+    assert kinds.count("MatMul") == 5, kinds  # forward 2, weights 2, the output layer's input 1 (data has none)
+    assert not {"Einsum", "BatchMatMulV2", "BatchMatMulV3"} & set(kinds)
+
+
 def test_reshape_gradient_of_a_gathered_variable_sums_repeated_rows():
     """A gather's gradient reaches the reshape as rows (tf.IndexedSlices): TF makes them dense, repeats summed."""
     backend = get_backend("tensorflow")
