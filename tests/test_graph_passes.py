@@ -48,7 +48,8 @@ def test_large_graph_runs_with_reduced_passes_and_small_with_defaults():
             assert (options.dependency_optimization == OFF) == reduced
             assert (options.meta_optimizer_iterations == rewriter_config_pb2.RewriterConfig.ONE) == reduced
             assert options.disable_tfg_optimizer == reduced
-            assert options.remapping != OFF  # the fusions stay
+            assert (options.remapping == OFF) == reduced
+            assert options.common_subgraph_elimination != OFF  # kept in both
     assert rewrite_options().dependency_optimization != OFF  # calls outside the step keep the process's options
 
 
