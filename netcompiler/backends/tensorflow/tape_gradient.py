@@ -8,7 +8,7 @@ once, so the bookkeeping is paid once) the gradient is given with ``tf.custom_gr
 
 from __future__ import annotations
 
-from typing import Any, Callable, List, Sequence
+from typing import Any, Callable
 
 import tensorflow as tf
 
@@ -21,24 +21,18 @@ except ImportError:  # pragma: no cover - an older or newer TF without it: tf.cu
 
 
 def with_tape_gradient(name: str, forward: Callable[[Any], Any], x: Any, backward: Callable[[Any], Any]) -> Any:
-    """`forward(x)`, whose gradient on the tape is `backward(dy)` (dx for the output's gradient dy)."""
-    return with_tape_gradients(name, forward, [x], lambda dy, _: [backward(dy)])
-
-
-def with_tape_gradients(name: str, forward: Callable[..., Any], xs: Sequence[Any],
-                        backward: Callable[[Any, List[Any]], List[Any]]) -> Any:
-    """`forward(*xs)`, whose gradient on the tape is `backward(dy, xs)`: one gradient per input, for the
-    output's gradient dy (`xs` as tensors: a variable given is read once, here)."""
-    xs = [tf.convert_to_tensor(x) for x in xs]  # a variable is read here, on the tape: it is what the gradient reaches
+    """`forward(x)`, whose gradient on the tape is `backward(dy)` (dx for the output's gradient dy); a variable
+    given as `x` is read once, here, on the tape: it is what the gradient reaches."""
+    x = tf.convert_to_tensor(x)
     if _record is None or in_loop_body():
         @tf.custom_gradient
-        def recorded(*ts):
-            return forward(*ts), lambda dy: backward(dy, list(ts))
-        return recorded(*xs)
+        def recorded(t):
+            return forward(t), backward
+        return recorded(x)
     with _record.stop_recording():
-        y = forward(*xs)
-    _record.record_operation(name, [y], xs, lambda dy: backward(dy, xs))
+        y = forward(x)
+    _record.record_operation(name, [y], [x], lambda dy: [backward(dy)])
     return y
 
 
-__all__ = ["with_tape_gradient", "with_tape_gradients"]
+__all__ = ["with_tape_gradient"]
