@@ -105,10 +105,10 @@ def netcompiler_torch_side(config):
     from netcompiler.network import build_network
 
     set_up_process()  # as compile-net's Session
-    with collector_paused():  # as Session builds the model and training_task its optimizer
+    with collector_paused():  # as Session builds the model
         model = CompiledNetwork(build_network(config), seed=42, backend="torch")
-        optimizer = make_torch_optimizer(config.values, model.trainable_params)
-    trainer = TorchTrainer(model, optimizer, None, process_gradients=process_gradients_fn(config.values))
+    trainer = TorchTrainer(model, make_torch_optimizer(config.values, model.trainable_params), None,
+                           process_gradients=process_gradients_fn(config.values))
 
     def step(x, y, lengths):
         return trainer.train_step({"data": x, "classes": y}, {"data": lengths, "classes": lengths})[1]

@@ -17,6 +17,8 @@ import json
 import os
 import sys
 
+import numpy as np
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [HERE, os.path.dirname(HERE)]
 
@@ -28,8 +30,6 @@ GOAL = 1.1
 
 def varying_batches(spec, steps, seed=0):
     """`steps` NumPy batches (x, y, lengths) of `spec.size` sequences, T drawn per batch as the module says."""
-    import numpy as np
-
     rng = np.random.RandomState(seed)
     for _ in range(steps):
         frames = int(rng.randint(spec.frames // 2, 3 * spec.frames // 2 + 1))

@@ -6,7 +6,7 @@ collection, and it starts one whenever the objects have grown by a quarter: on a
 was 12% of tracing the train step and 18% of creating the variables (benchmarks/README.md, "Session 10"). Nothing
 made there is garbage the collector would find, so it is off until the build ends; cycles the build did leave are
 found by the next collection after it. The same for torch's first optimizer, which imports ``torch._dynamo``: its
-collections walked the 5000-layer chain's objects (its build ~3.3 -> ~2.8 s wall).
+collections walked the 5000-layer chain's objects (its build ~2.9 -> ~2.6 s wall).
 """
 
 from __future__ import annotations

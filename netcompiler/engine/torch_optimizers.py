@@ -23,6 +23,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 import torch
 
 from ..errors import InvalidOptionError
+from .collector_pause import collector_paused
 from .optimizers import gradient_clipping, gradient_noise, nan_inf_filter, optimizer_settings
 
 # class key -> (torch.optim class, {Keras argument: torch argument}, Keras defaults where torch's differ)
@@ -76,7 +77,9 @@ def make_torch_optimizer(config: Any, params: Sequence[torch.nn.Parameter],
     if class_name in _FUSED_CLASSES and params and all(p.dtype.is_floating_point for p in params) and \
             not (class_name == "SGD" and kwargs.get("momentum")):
         kwargs["fused"] = True  # one kernel per parameter: 3-6x faster updates than torch's CPU default
-    optimizer = getattr(torch.optim, class_name)(params, lr=settings.learning_rate * settings.multiplier, **kwargs)
+    with collector_paused():  # the first construction imports torch._dynamo (see collector_pause.py)
+        optimizer = getattr(torch.optim, class_name)(params, lr=settings.learning_rate * settings.multiplier,
+                                                     **kwargs)
     for group in optimizer.param_groups:
         group[_LR_MULTIPLIER] = settings.multiplier
     return optimizer

@@ -12,7 +12,6 @@ import time
 from typing import Dict, Optional
 
 from ..errors import CheckpointError, InvalidOptionError
-from .collector_pause import collector_paused
 
 
 def train(session) -> None:
@@ -140,8 +139,7 @@ def training_parts(session, old_trainer=None):
     if session.torch:
         from .torch_optimizers import make_torch_optimizer, set_torch_learning_rate as set_learning_rate
 
-        with collector_paused():  # its first construction imports torch._dynamo (see collector_pause.py)
-            optimizer = make_torch_optimizer(values, session.model.trainable_params)
+        optimizer = make_torch_optimizer(values, session.model.trainable_params)
     else:
         from .optimizers import make_optimizer, set_learning_rate
 
