@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from netcompiler.backends.initial_values import initial_value
+from netcompiler.backends.initial_values import _blocks_at, _philox_block, initial_value
 from netcompiler.backends.tensorflow.initializers import make_initializer
 from netcompiler.errors import InvalidOptionError
 
@@ -112,3 +112,15 @@ def test_torch_parameters_start_from_the_tensorflow_backends_values():
     assert value.dtype == np.float64
     np.testing.assert_array_equal(value, make_initializer("glorot_uniform", "l", "o", seed=11)(
         shape=[6, 4], dtype="float64").numpy())
+
+
+@pytest.mark.parametrize("counter", [(0xFFFFFFF0, 7, 3, 9), (0xFFFFFFF0, 0xFFFFFFFF, 0xFFFFFFFF, 2), (5, 6, 7, 8)])
+def test_philox_blocks_with_a_carry_between_counter_words_match_the_one_block_form(counter):
+    # the NumPy form adds the offsets to the 128-bit counter; the Python-integer form of one block is the reference
+    key, offsets = (0x12345678, 0x9ABCDEF0), np.array([0, 1, 15, 16, 17, 40], np.int64)
+    words = _blocks_at(offsets, key, np.array(counter, np.uint64))
+    value = sum(w << (32 * k) for k, w in enumerate(counter))
+    for row, offset in zip(words, offsets):
+        total = (value + int(offset)) % 2 ** 128
+        expected = _philox_block(tuple((total >> (32 * k)) & 0xFFFFFFFF for k in range(4)), key)
+        assert tuple(int(w) for w in row) == expected
