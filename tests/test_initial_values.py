@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from netcompiler.backends.initial_values import _blocks_at, _philox_block, initial_value
+from netcompiler.backends.initial_values import _blocks_at, _philox_block, initial_value, initial_values, \
+    key_counter
 from netcompiler.backends.tensorflow.initializers import make_initializer
 from netcompiler.errors import InvalidOptionError
 
@@ -114,13 +115,52 @@ def test_torch_parameters_start_from_the_tensorflow_backends_values():
         shape=[6, 4], dtype="float64").numpy())
 
 
-@pytest.mark.parametrize("counter", [(0xFFFFFFF0, 7, 3, 9), (0xFFFFFFF0, 0xFFFFFFFF, 0xFFFFFFFF, 2), (5, 6, 7, 8)])
-def test_philox_blocks_with_a_carry_between_counter_words_match_the_one_block_form(counter):
-    # the NumPy form adds the offsets to the 128-bit counter; the Python-integer form of one block is the reference
-    key, offsets = (0x12345678, 0x9ABCDEF0), np.array([0, 1, 15, 16, 17, 40], np.int64)
-    words = _blocks_at(offsets, key, np.array(counter, np.uint64))
-    value = sum(w << (32 * k) for k, w in enumerate(counter))
-    for row, offset in zip(words, offsets):
-        total = (value + int(offset)) % 2 ** 128
-        expected = _philox_block(tuple((total >> (32 * k)) & 0xFFFFFFFF for k in range(4)), key)
-        assert tuple(int(w) for w in row) == expected
+def test_philox_blocks_past_two_to_the_32_carry_the_offset_into_word_1():
+    # the NumPy form splits the offsets into counter words 0 and 1; the Python-integer form of one block is the
+    # reference (truncated normals of >= 2**26 values read blocks that far)
+    offsets = np.array([0, 1, 2 ** 32 - 1, 2 ** 32, 2 ** 32 + 5, 3 * 2 ** 32 + 7], np.int64)
+    for seed in (0, 42, 2 ** 40 + 3):
+        key, (word2, word3) = key_counter(seed)
+        for row, offset in zip(_blocks_at(offsets, [seed])[0], offsets):
+            expected = _philox_block((int(offset) & 0xFFFFFFFF, int(offset) >> 32, word2, word3), key)
+            assert tuple(int(w) for w in row) == expected
+
+
+def test_parameters_drawn_together_get_the_values_each_gets_alone():
+    # a network's requests: kinds and sizes mixed, more equal ones than one batched call takes, bad ones among them
+    specs = ["glorot_uniform", "random_normal", "orthogonal", "glorot_normal", "zeros", 0.5, "random_uniform"]
+    shapes = [(64, 64), (3, 5), (7,), (300, 60), (1, 1)]
+    requests = [(spec, shape, "float32", seed, "l", "o") for seed in range(20) for spec in specs for shape in shapes]
+    requests += [("glorot_uniform", (8,), "float64", 1, "l", "o"), ("random_normal", (4, 4), "float32", None, "l", "o")]
+    together = initial_values(requests)
+    assert together[-2:] == [None, None]
+    for request, value in zip(requests, together):
+        alone = initial_value(*request)
+        assert (value is None) == (alone is None), request
+        if value is not None:
+            assert value.dtype == np.float32 and value.shape == request[1] and np.array_equal(value, alone), request
+
+
+def test_a_network_of_equal_layers_draws_them_together_and_starts_where_tensorflow_does(monkeypatch):
+    pytest.importorskip("torch")
+    from netcompiler.backends import initial_values as module
+    from netcompiler.builtin import load_builtin_layers
+    from netcompiler.config import Config
+    from netcompiler.emit.model import CompiledNetwork
+    from netcompiler.network import build_network
+
+    load_builtin_layers()
+    net = {f"l{i}": {"class": "linear", "activation": "relu", "n_out": 16, "from": f"l{i - 1}" if i else "data"}
+           for i in range(12)}
+    net["output"] = {"class": "softmax", "loss": "ce", "from": "l11", "forward_weights_init": "orthogonal"}
+    network = build_network(Config({"extern_data": {"data": {"dim": 16}, "classes": {"dim": 5, "sparse": True}},
+                                    "network": net}))
+    calls, blocks_at = [], module._blocks_at
+    monkeypatch.setattr(module, "_blocks_at", lambda *args: calls.append(len(args[1])) or blocks_at(*args))
+    torch_model = CompiledNetwork(network, seed=5, backend="torch")
+    assert calls == [12, 1]  # the 12 glorot_uniform weights [16, 16] in one draw; the output's orthogonal one
+    tf_model = CompiledNetwork(network, seed=5)
+    for name, var in tf_model.params.items():  # (the orthogonal one's QR: to 1e-5, as alone)
+        np.testing.assert_allclose(torch_model.params[name].detach().numpy(), var.numpy(), rtol=2e-6,
+                                   atol=1e-5 if name == "output/W" else 0, err_msg=name)
+

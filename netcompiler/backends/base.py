@@ -10,7 +10,7 @@ backend does not provide raises `NotImplementedError` naming the operation.
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Callable, Optional, Sequence, Tuple
+from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 
 _NO_SCOPE = contextlib.nullcontext()
@@ -369,6 +369,12 @@ class Backend:
                           option: str) -> Any:
         """The initial value of a parameter from an initializer spec (a number, a name, a call string, a dict)."""
         raise _missing(cls, "initial_value_raw")
+
+    @classmethod
+    def initial_values_raw(cls, requests: Sequence[Tuple[Any, Sequence[int], str, int, str, str]]) -> List[Any]:
+        """`initial_value_raw` of each (init, shape, dtype, seed, layer, option): a network's parameters at once,
+        which a backend may draw together."""
+        return [cls.initial_value_raw(*request) for request in requests]
 
     @classmethod
     def name_scope_raw(cls, name: str):

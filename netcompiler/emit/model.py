@@ -110,13 +110,17 @@ class CompiledNetwork(StepModel):
         self.param_tensors: Dict[str, Tensor] = {}
         self._l2_scales: List[Tuple[str, float]] = []
         """(parameter name, the L2 factor of its layer) of the layers that set L2."""
-        for full, layer, spec in network.all_params():
+        params = list(network.all_params())
+        values = self.backend.initial_values_raw([  # all at once: a backend may draw equal ones together
+            (spec.init, [d.size for d in spec.shape], spec.dtype, zlib.crc32(f"{seed}/{full}".encode()), layer.name,
+             full) for full, layer, spec in params])
+        for index, (full, layer, spec) in enumerate(params):
             if layer.opts.get("L2"):
                 self._l2_scales.append((full, float(layer.opts["L2"])))
             trainable = spec.trainable and bool(layer.opts.get("trainable", True))
-            self.param_tensors[full] = rf.create_parameter(
-                self.backend, full, spec.shape, init=spec.init, dtype=spec.dtype,
-                seed=zlib.crc32(f"{seed}/{full}".encode()), trainable=trainable, layer=layer.name, option=full)
+            value, values[index] = values[index], None  # (each value dropped once its parameter holds a copy)
+            self.param_tensors[full] = rf.create_parameter(self.backend, full, spec.shape, init=spec.init,
+                                                           dtype=spec.dtype, trainable=trainable, initial_value=value)
         self.params: Dict[str, Any] = {name: t.raw for name, t in self.param_tensors.items()}
         """Parameter name -> the backend's variable."""
         self.checkpoint_root = self.backend.parameter_container(self.params)

@@ -11,11 +11,14 @@ from .array import permute
 
 
 def create_parameter(backend, name: str, dims: Sequence[Dim], *, init: Any, dtype: str = "float32",
-                     seed: int = 0, trainable: bool = True, layer: str = "", option: str = "") -> Tensor:
+                     seed: int = 0, trainable: bool = True, layer: str = "", option: str = "",
+                     initial_value: Any = None) -> Tensor:
     """A new parameter `name` with static `dims`, initialised by `init` (a number, an initializer name, a call
-    string or a dict; random ones drawn with `seed`)."""
+    string or a dict; random ones drawn with `seed`), or with `initial_value` where given (a raw value the backend
+    drew for `init`: `initial_values_raw`)."""
     shape = [d.size for d in dims]
-    value = backend.initial_value_raw(init, shape, dtype, seed, layer or name, option or name)
+    value = initial_value if initial_value is not None else \
+        backend.initial_value_raw(init, shape, dtype, seed, layer or name, option or name)
     raw = backend.create_parameter_raw(name, shape, dtype, value, trainable)
     return Tensor(Data(name, tuple(dims), dtype), raw)
 

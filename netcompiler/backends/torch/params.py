@@ -7,7 +7,7 @@ initializers themselves: the same config and seed start from the same numbers on
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, List, Sequence, Tuple
 
 import numpy as np
 import torch
@@ -21,14 +21,20 @@ class ParamOps:
     @classmethod
     def initial_value_raw(cls, init: Any, shape: Sequence[int], dtype: str, seed: int, layer: str,
                           option: str) -> Any:
-        from ..initial_values import initial_value
+        return cls.initial_values_raw([(init, shape, dtype, seed, layer, option)])[0]
 
-        value = initial_value(init, shape, dtype, seed, layer, option)
-        if value is None:  # not reimplemented: TensorFlow's initializer (loads TensorFlow)
-            from ..tensorflow.initializers import make_initializer
+    @classmethod
+    def initial_values_raw(cls, requests: Sequence[Tuple[Any, Sequence[int], str, int, str, str]]) -> List[Any]:
+        from ..initial_values import initial_values
 
-            value = make_initializer(init, layer, option, seed=seed)(shape=list(shape), dtype=dtype).numpy()
-        return torch.from_numpy(np.asarray(value, dtype=dtype))  # (no copy of the fresh array)
+        values = []
+        for (init, shape, dtype, seed, layer, option), value in zip(requests, initial_values(requests)):
+            if value is None:  # not reimplemented: TensorFlow's initializer (loads TensorFlow)
+                from ..tensorflow.initializers import make_initializer
+
+                value = make_initializer(init, layer, option, seed=seed)(shape=list(shape), dtype=dtype).numpy()
+            values.append(torch.from_numpy(np.asarray(value, dtype=dtype)))  # (no copy of the fresh array)
+        return values
 
     @classmethod
     def create_parameter_raw(cls, name: str, shape: Sequence[int], dtype: str, initial_value: Any,
