@@ -60,6 +60,17 @@ def test_normal_initializers_match_tensorflow_to_float32_precision(spec):
     assert differing <= 0.05 * total, (differing, total)
 
 
+@pytest.mark.parametrize("spec", ["glorot_uniform", "random_normal_initializer(stddev=1.0)",
+                                  "truncated_normal_initializer(stddev=1.0)"])
+def test_a_parameter_drawn_in_pieces_matches_tensorflow(spec):
+    # 90300 values: more Philox blocks (and truncated-normal groups) than one NumPy call takes (_BATCH_BLOCKS),
+    # so drawn in two pieces
+    mine = initial_value(spec, (300, 301), "float32", 77, "l", "o")
+    ref = tf_value(spec, (300, 301), 77)
+    np.testing.assert_allclose(mine, ref, rtol=2e-6, atol=1e-6)
+    assert ulps(mine, ref).max() <= (0 if spec == "glorot_uniform" else 8)
+
+
 def test_truncated_normal_groups_that_redraw_match_tensorflow():
     # 40000 values: thousands of 4-value groups need a second Philox block (|z| >= 2 dropped)
     for seed in (3, 99):
