@@ -60,8 +60,10 @@ def page_faults_per_step(case):
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc settings")
 def test_train_steps_fault_no_memory_in_again():
-    assert page_faults_per_step("default") > 1000  # glibc's defaults give memory back between the steps
-    assert page_faults_per_step("keep") < 100
+    default = page_faults_per_step("default")
+    assert default > 1000  # glibc's defaults give memory back between the steps (10-40 thousand faults here)
+    # kept: usually 0-3 faults per step; right after other processes' multi-GB runs, a few hundred were seen
+    assert page_faults_per_step("keep") < min(1000, default // 10)
 
 
 def test_every_compile_net_run_keeps_freed_memory(monkeypatch, tmp_path):
