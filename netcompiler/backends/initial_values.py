@@ -181,9 +181,9 @@ def _standard(kind: str, size: int, seeds: Sequence[int]) -> np.ndarray:
     return values.reshape(len(seeds), -1)[:, :size]
 
 
-def _standard_values(draws: Sequence[_Draw]) -> List[np.ndarray]:
-    """Each draw's standard values; the uniform and normal draws of one size together, `_BATCH_BLOCKS` blocks per
-    call."""
+def _finished(draws: Sequence[_Draw]) -> List[np.ndarray]:
+    """Each draw's values (`finish` of its standard values); the uniform and normal draws of one size made together,
+    `_BATCH_BLOCKS` blocks per call, and finished at once (the standard values of only one call alive)."""
     values: List[Any] = [None] * len(draws)
     groups: Dict[Tuple[str, int], List[int]] = {}
     for index, draw in enumerate(draws):
@@ -193,7 +193,7 @@ def _standard_values(draws: Sequence[_Draw]) -> List[np.ndarray]:
         for start in range(0, len(indices), per_call):
             chunk = indices[start:start + per_call]
             for index, row in zip(chunk, _standard(kind, size, [draws[i].seed for i in chunk])):
-                values[index] = row
+                values[index] = draws[index].finish(row)
     return values
 
 
@@ -318,13 +318,10 @@ def initial_values(requests: Sequence[Tuple[Any, Sequence[int], str, Optional[in
     made together (`_BATCH_BLOCKS`): a network's parameters at once."""
     shapes = [tuple(int(d) for d in request[1]) for request in requests]
     plans = [_plan(request[0], shape, *request[2:]) for request, shape in zip(requests, shapes)]
-    drawn = iter(_standard_values([plan for plan in plans if isinstance(plan, _Draw)]))
-    values = []
-    for plan, shape in zip(plans, shapes):
-        if isinstance(plan, _Draw):
-            plan = plan.finish(next(drawn))
-        values.append(None if plan is None else plan.reshape(shape).astype(np.float32, copy=False))
-    return values
+    drawn = iter(_finished([plan for plan in plans if isinstance(plan, _Draw)]))
+    values = [next(drawn) if isinstance(plan, _Draw) else plan for plan in plans]
+    return [None if value is None else value.reshape(shape).astype(np.float32, copy=False)
+            for value, shape in zip(values, shapes)]
 
 
 def initial_value(spec: Any, shape: Sequence[int], dtype: str, seed: Optional[int], layer: str,
