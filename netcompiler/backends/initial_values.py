@@ -33,8 +33,10 @@ import numpy as np
 
 from ..initializer_spec import parse_initializer
 
-_MULTIPLIERS = np.array([0xD2511F53, 0xCD9E8D57], np.uint64).reshape(2, 1, 1)  # of words 0 and 2
-_KEY_STEP = np.array([0x9E3779B9, 0xBB67AE85], np.uint32).reshape(2, 1, 1)  # added to the key after each round
+_M0, _M2 = 0xD2511F53, 0xCD9E8D57  # Philox's multipliers of words 0 and 2
+_W0, _W1 = 0x9E3779B9, 0xBB67AE85  # added to the key's two words after each round
+_MULTIPLIERS = np.array([_M0, _M2], np.uint64).reshape(2, 1, 1)
+_KEY_STEP = np.array([_W0, _W1], np.uint32).reshape(2, 1, 1)
 _MASK32, _SHIFT32 = np.uint64(0xFFFFFFFF), np.uint64(32)
 _TRUNCATED_GROUP_BLOCKS = 256  # Philox blocks reserved per group of 4 truncated-normal outputs (TF's CPU kernel)
 _BATCH_BLOCKS = 16384
@@ -84,12 +86,11 @@ def _philox_block(words: Tuple[int, int, int, int], key: Tuple[int, int]) -> Tup
     calls)."""
     c0, c1, c2, c3 = words
     k0, k1 = key
-    step_a, step_b = (int(w) for w in _KEY_STEP.reshape(2))
     for _ in range(10):
-        product0, product2 = c0 * 0xD2511F53, c2 * 0xCD9E8D57
+        product0, product2 = c0 * _M0, c2 * _M2
         c0, c1 = (product2 >> 32) ^ c1 ^ k0, product2 & 0xFFFFFFFF
         c2, c3 = (product0 >> 32) ^ c3 ^ k1, product0 & 0xFFFFFFFF
-        k0, k1 = (k0 + step_a) & 0xFFFFFFFF, (k1 + step_b) & 0xFFFFFFFF
+        k0, k1 = (k0 + _W0) & 0xFFFFFFFF, (k1 + _W1) & 0xFFFFFFFF
     return c0, c1, c2, c3
 
 
@@ -212,8 +213,8 @@ def _scaled(kind: str, shape, seed: int, scale: float, offset: float) -> _Draw:
 
 
 def _uniform(shape, seed, minval, maxval) -> _Draw:
-    low, high = np.float32(minval), np.float32(maxval)
-    return _Draw("uniform", _size(shape), seed, lambda values: values * (high - low) + low)
+    low = np.float32(minval)
+    return _scaled("uniform", shape, seed, np.float32(maxval) - low, low)  # u * (max - min) + min, in float32
 
 
 def _variance_scaling(shape, seed, scale=1.0, mode="fan_in", distribution="truncated_normal") -> Optional[_Draw]:
