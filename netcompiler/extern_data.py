@@ -170,6 +170,10 @@ def extern_data_from_config(values: Dict[str, Any]) -> Dict[str, Data]:
     return {key: data_from_options(key, opts) for key, opts in entries.items()}
 
 
+_MAX_NUM_OUTPUTS_NDIM = 8
+"""Axes (besides the batch) a `num_outputs` entry [dim, ndim] may give its data."""
+
+
 def _entries_of_num_settings(values: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
     """The extern_data entries (key -> data options) that `num_inputs` and `num_outputs` define."""
     entries: Dict[str, Dict[str, Any]] = {}
@@ -198,6 +202,11 @@ def _entries_of_num_settings(values: Dict[str, Any]) -> Dict[str, Dict[str, Any]
             raise InvalidOptionError(f"num_outputs['{key}']: ndim must be an int >= 1 (1: sparse labels, 2: dense "
                                      f"frames), not {ndim!r}", subject="config key 'num_outputs'", option="num_outputs",
                                      suggestion=f"e.g. num_outputs = {{'{key}': [{size!r}, 1]}}")
+        if ndim > _MAX_NUM_OUTPUTS_NDIM:  # (each axis is a dynamic dim of its own)
+            raise InvalidOptionError(f"num_outputs['{key}']: ndim {ndim} is more axes than a data entry has (at most "
+                                     f"{_MAX_NUM_OUTPUTS_NDIM})", subject="config key 'num_outputs'",
+                                     option="num_outputs", suggestion=f"e.g. num_outputs = {{'{key}': [{size!r}, 2]}} "
+                                     "(ndim 2: frames of dim features)")
         entries[key] = {"dim": size, "sparse": True} if ndim == 1 else \
             {"dim": size, "shape": (None,) * (ndim - 1) + (size,)}  # as RETURNN: ndim - 1 dynamic axes, then dim
     return entries

@@ -325,6 +325,10 @@ def check_message(exc, tree):
 @example(name="12ax-loop-lstm.py", mutations=[("set_setting", 0, SETTING_KEYS.index("num_outputs"), frozenset({1}))])
 # an int64 overflow in a layer with a control character in its name: the name must be refused first
 @example(name="12ax-loop-lstm.py", mutations=[("set_value", 1, 0, 2 ** 63), ("rename_layer", 0, 2, None)])
+# a num_outputs ndim of 2**63 - 1 -> MemoryError (a shape tuple of that many axes)
+@example(name="returnn-12ax-native-lstm.py", mutations=[("set_value", 159, 3477, 2 ** 63 - 1),
+                                                      ("swap_values", 10000, 231, 3.805920626499575e+16),
+                                                      ("delete_key", 1332, 617, "a/b")])
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(name=st.sampled_from(CONFIG_NAMES), mutations=st.lists(MUTATIONS, min_size=1, max_size=3))
 def test_mutated_configs_fail_only_with_config_errors(name, mutations):

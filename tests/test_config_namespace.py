@@ -209,6 +209,15 @@ def test_num_outputs_with_a_bad_ndim_is_a_config_error(ndim):
         build_network(config)
 
 
+def test_num_outputs_with_an_ndim_of_more_axes_than_data_has_is_a_config_error():
+    # found by test_config_mutations: ndim 2**63 - 1 made a shape tuple of that many axes (MemoryError)
+    config = Config({"num_outputs": {"data": [4, 2], "classes": [3, 2 ** 63 - 1]},
+                     "network": {"output": {"class": "copy", "from": "data"}}})
+    with pytest.raises(ConfigError, match=r"num_outputs\['classes'\]: ndim 9223372036854775807 is more axes than a "
+                                          r"data entry has \(at most 8\)"):
+        build_network(config)
+
+
 def test_returnn_dim_constructor_forms():
     time = Dim(kind=Dim.Types.Spatial, description="time", dimension=None)
     feat = DimensionTag(kind=Dim.Types.Feature, description="feat", dimension=5)
