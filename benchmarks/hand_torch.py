@@ -101,10 +101,11 @@ def netcompiler_torch_side(config):
     from netcompiler.engine.torch_optimizers import make_torch_optimizer, process_gradients_fn
     from netcompiler.engine.collector_pause import collector_paused
     from netcompiler.engine.session import set_up_process
-    from netcompiler.engine.torch_trainer import TorchTrainer
+    from netcompiler.engine.torch_trainer import TorchTrainer, configure_torch
     from netcompiler.network import build_network
 
-    set_up_process()  # as compile-net's Session
+    set_up_process()  # as compile-net's Session, and its torch settings (the config's random_seed default,
+    configure_torch(42)  # denormals flushed; the thread count is the benchmark's, set before)
     with collector_paused():  # as Session builds the model
         model = CompiledNetwork(build_network(config), seed=42, backend="torch")
     trainer = TorchTrainer(model, make_torch_optimizer(config.values, model.trainable_params), None,

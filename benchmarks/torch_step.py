@@ -196,12 +196,12 @@ def build_sides(name, settings, which=("nc", "hand"), hand_fused=False):
     from netcompiler.emit.model import CompiledNetwork
     from netcompiler.engine.torch_optimizers import make_torch_optimizer, process_gradients_fn
     from netcompiler.engine.session import set_up_process
-    from netcompiler.engine.torch_trainer import TorchTrainer
+    from netcompiler.engine.torch_trainer import TorchTrainer, configure_torch
     from netcompiler.network import build_network
 
-    set_up_process()  # as compile-net's Session; both sides run in this process
+    set_up_process()  # as compile-net's Session; both sides run in this process, so the hand-written side's
+    configure_torch(42)  # denormals are flushed too
     load_builtin_layers()
-    torch.manual_seed(42)
     config, hand, mapping, (dim, classes) = make_model(name, settings)
     sides, extra = {}, {"dim": dim, "classes": classes, "hand": hand, "mapping": mapping}
     if "nc" in which:

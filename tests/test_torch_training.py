@@ -5,6 +5,7 @@ Fast tests run the 12AX demo network in-process on a few hundred sequences; the 
 `compile-net ... ++backend torch` in a subprocess on the README demo's own settings.
 """
 
+import ast
 import copy
 import io
 import os
@@ -209,6 +210,32 @@ def test_backend_choice_errors_and_notices(tmp_path, capsys):
     # the torch checkpoints are not read as TensorFlow's, nor silently trained over from scratch
     with pytest.raises(ConfigError, match="has checkpoints of backend 'torch'.*set backend = 'torch'"):
         run(path, "++backend", "tensorflow", "++num_epochs", "2")
+
+
+def test_configure_torch_flushes_denormals_as_tensorflow_does():
+    """A fresh process: the flush is a thread's floating-point mode, which this test process may have set already.
+    The flush holds in threads started afterwards (PyTorch's intra-op threads)."""
+    code = """
+import threading
+import numpy as np
+import torch
+from netcompiler.engine.torch_trainer import configure_torch
+
+tiny = torch.tensor([1e-40, 1e-30])
+print((tiny * 1.0).tolist())
+configure_torch(1)
+print((tiny * 1.0).tolist())
+out = []
+thread = threading.Thread(target=lambda: out.append((tiny * 1.0).tolist()))
+thread.start()
+thread.join()
+print(out[0])
+"""
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                            env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+    before, after, in_thread = (ast.literal_eval(line) for line in result.stdout.split("\n")[:3])
+    assert before[0] != 0.0 and before[1] == pytest.approx(1e-30, rel=1e-6)
+    assert after == [0.0, pytest.approx(1e-30, rel=1e-6)] and in_thread == after
 
 
 def test_an_extern_data_dim_the_data_do_not_have_is_a_config_error_before_any_step(tmp_path):
