@@ -5,6 +5,7 @@
     python benchmarks/mixed_precision.py --quick             # CI smoke: one small batch, one repetition
     python benchmarks/mixed_precision.py --models transformer --backends tensorflow --reps 9
     python benchmarks/mixed_precision.py --torch-compile     # also torch.compile (slow to compile on CPU)
+    python benchmarks/mixed_precision.py --models transformer-full --no-xla --reps 3   # the issue's 38M Transformer
 
 See benchmarks/README.md ("mixed_precision.py") for what is measured and the results.
 """
@@ -17,7 +18,7 @@ sys.path[:0] = [HERE, os.path.dirname(HERE)]  # train_step.py beside it; netcomp
 import numpy as np  # noqa: E402
 
 from train_step import random_batches, tf  # noqa: E402  (imports TensorFlow)
-from models import linear_config, transformer_config  # noqa: E402
+from models import TRANSFORMER_SIZES, linear_config, transformer_config  # noqa: E402
 from netcompiler.builtin import load_builtin_layers  # noqa: E402
 from netcompiler.emit.model import CompiledNetwork  # noqa: E402
 from netcompiler.engine.precision import StepCompute  # noqa: E402
@@ -30,9 +31,13 @@ MODELS = {  # configs of models.py (benchmarks/run.py's models) at these sizes
     "transformer": ("configs/transformer-enc.py as shipped (2 blocks, d 256, 4 heads, FF 1024)",
                     lambda: transformer_config(2, 256, 4, 1024)),
     "transformer-512": ("transformer-enc.py with d 512, 8 heads, FF 2048", lambda: transformer_config(2, 512, 8, 2048)),
+    "transformer-full": ("the issue's Transformer (run.py --full's): 12 blocks of d 512, 4 heads, FF 2048, 38M "
+                         "parameters", lambda: transformer_config(*TRANSFORMER_SIZES["full"])),
     "linear": ("8 linear layers x 1024, ReLU, dropout 0.1, 500-class softmax",
                lambda: linear_config(8, 1024, dim=80, classes=500)),
 }
+
+DEFAULT_MODELS = ["transformer", "transformer-512", "linear"]  # transformer-full when asked: 5x the CPU
 
 
 def cpu_seconds():
@@ -87,7 +92,7 @@ def measure(sides, batches, reps):
     return {name: (first[name], cpu[name], wall[name]) for name in sides}
 
 
-def benchmark(model_name, backends, reps, quick, torch_compile):
+def benchmark(model_name, backends, reps, quick, torch_compile, xla):
     description, make_config = MODELS[model_name]
     config = make_config()
     count, size, lo, hi = (1, 4, 20, 30) if quick else (3, 16, 100, 300)
@@ -96,12 +101,13 @@ def benchmark(model_name, backends, reps, quick, torch_compile):
     sides = {}
     if "tensorflow" in backends:
         sides.update({"tf fp32": tf_side(config, StepCompute()),
-                      "tf bf16": tf_side(config, StepCompute(amp_dtype="bfloat16")),
-                      "tf xla": tf_side(config, StepCompute(jit=True))})
+                      "tf bf16": tf_side(config, StepCompute(amp_dtype="bfloat16"))})
+        if xla:
+            sides["tf xla"] = tf_side(config, StepCompute(jit=True))
     if "torch" in backends:
-        import torch
+        from netcompiler.engine.torch_trainer import configure_torch
 
-        torch.set_num_threads(1)  # see benchmarks/README.md (frontend_paths.py): 1 thread is faster here
+        configure_torch(42, 1)  # as compile-net; 1 thread: see benchmarks/README.md (frontend_paths.py)
         sides.update({"torch fp32": torch_side(config, StepCompute()),
                       "torch bf16": torch_side(config, StepCompute(amp_dtype="bfloat16"))})
         if torch_compile:
@@ -128,22 +134,24 @@ def benchmark(model_name, backends, reps, quick, torch_compile):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--models", nargs="+", choices=list(MODELS), default=list(MODELS))
+    parser.add_argument("--models", nargs="+", choices=list(MODELS), default=DEFAULT_MODELS)
     parser.add_argument("--backends", nargs="+", choices=["tensorflow", "torch"], default=["tensorflow", "torch"])
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--quick", action="store_true", help="one small batch, one repetition (CI smoke)")
     parser.add_argument("--torch-compile", action="store_true", help="also time torch_compile (slow to compile)")
+    parser.add_argument("--no-xla", action="store_true", help="leave out tf_jit (XLA compiles each batch shape: "
+                        "minutes for transformer-full)")
     args = parser.parse_args()
     if len(args.models) > 1:  # one process per model: all sides of the big models in one process ran out of memory
         options = ["--reps", str(args.reps), "--backends", *args.backends] + ["--quick"] * args.quick \
-            + ["--torch-compile"] * args.torch_compile
+            + ["--torch-compile"] * args.torch_compile + ["--no-xla"] * args.no_xla
         codes = [subprocess.call([sys.executable, os.path.abspath(__file__), "--models", model] + options)
                  for model in args.models]
         sys.exit(max(codes))
     load_builtin_layers()
     tf.get_logger().setLevel("ERROR")  # each side is a new Trainer: TF's warning about many traced functions
     reps = 1 if args.quick else args.reps
-    missed = [benchmark(m, args.backends, reps, args.quick, args.torch_compile) for m in args.models]
+    missed = [benchmark(m, args.backends, reps, args.quick, args.torch_compile, not args.no_xla) for m in args.models]
     if any(missed) and not args.quick:
         sys.exit(1)
 
