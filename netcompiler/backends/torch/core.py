@@ -9,6 +9,7 @@ batch axes, reductions over no axis change nothing, and a Python number next to 
 
 from __future__ import annotations
 
+import math
 from typing import Any, Optional, Sequence
 
 import numpy as np
@@ -127,9 +128,9 @@ def _keep_mask(shape: Sequence[int], rate: float, dtype) -> Any:
     rate (it is dropped with probability `rate` rounded to 1/65536); the bits come four to a 64-bit draw of the
     global generator, 5x less CPU than `torch.rand`'s float per entry (those random numbers were 10-14% of a
     Transformer train step)."""
-    count = int(np.prod(shape))
+    count = math.prod(shape)
     bits = torch.empty(((count + 3) // 4,), dtype=torch.int64).random_(-2 ** 63, None).view(torch.int16)
-    keep = bits[:count].view(tuple(shape)) >= min(round(rate * 65536), 65535) - 32768
+    keep = (bits if count % 4 == 0 else bits[:count]).view(tuple(shape)) >= min(round(rate * 65536), 65535) - 32768
     return keep.to(dtype).mul_(1.0 / (1.0 - rate))
 
 
