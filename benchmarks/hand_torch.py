@@ -104,8 +104,8 @@ def netcompiler_torch_side(config):
     from netcompiler.engine.torch_trainer import TorchTrainer, configure_torch
     from netcompiler.network import build_network
 
-    set_up_process()  # as compile-net's Session, and its torch settings (the config's random_seed default,
-    configure_torch(42)  # denormals flushed; the thread count is the benchmark's, set before)
+    set_up_process()  # as compile-net's Session does,
+    configure_torch(42)  # and its torch settings (random_seed's default; denormals flushed)
     with collector_paused():  # as Session builds the model
         model = CompiledNetwork(build_network(config), seed=42, backend="torch")
     trainer = TorchTrainer(model, make_torch_optimizer(config.values, model.trainable_params), None,
