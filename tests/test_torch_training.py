@@ -238,6 +238,18 @@ print(out[0])
     assert after == [0.0, pytest.approx(1e-30, rel=1e-6)] and in_thread == after
 
 
+def test_a_run_in_this_process_gives_the_floating_point_mode_back(tmp_path):
+    """compile-net flushes denormals during a torch run (above); a process that goes on after `run_task` (a notebook,
+    these tests) gets its mode back, so that NumPy and other libraries keep their subnormal floats."""
+    from netcompiler.engine.torch_trainer import denormals_flushed
+
+    torch.set_flush_denormal(False)
+    path, _prefix = write_config(tmp_path, num_epochs=1)
+    run(path)
+    assert not denormals_flushed()
+    assert float(np.float32(1e-40) * np.float32(2.0)) == pytest.approx(2e-40, rel=1e-3)
+
+
 def test_an_extern_data_dim_the_data_do_not_have_is_a_config_error_before_any_step(tmp_path):
     """As the TensorFlow feed: the numpy batches of the torch trainer are checked against extern_data first
     (without the check, the step failed inside the network with a template mismatch of layer 'data')."""

@@ -61,7 +61,7 @@ class Session:
         if self.torch:
             from .torch_trainer import configure_torch
 
-            configure_torch(seed, config.get("torch_num_threads"))
+            self._denormals_flushed_before = configure_torch(seed, config.get("torch_num_threads"))
             for key in _TF_ONLY_KEYS:
                 if key in config:
                     print(f"notice: config key '{key}' is a TensorFlow setting; it has no effect with "
@@ -88,10 +88,16 @@ class Session:
         return scalar_writer(self.backend, tensorboard_dir(self.config.values, self.model_prefix), enabled)
 
     def close(self) -> None:
-        """Ends the run: releases the model's lock."""
+        """Ends the run: releases the model's lock; on PyTorch, denormal floats are no longer flushed to zero unless
+        they were before the run (a process that goes on, e.g. a notebook, gets its floating-point mode back)."""
         if self.lock is not None:
             self.lock.release()
             self.lock = None
+        if self.torch and not self._denormals_flushed_before:
+            import torch
+
+            torch.set_flush_denormal(False)
+            self._denormals_flushed_before = True  # (restored once)
 
     def lock_model(self, task: str, read_only_ok: bool = False) -> bool:
         """Takes the model's lock for the rest of the run (see `lock.py`); returns whether it holds it.

@@ -150,7 +150,12 @@ def inference_fn(fn: Callable) -> Callable:
     return run
 
 
-def configure_torch(seed: int, num_threads=None) -> None:
+def denormals_flushed() -> bool:
+    """Whether this thread's floating-point mode flushes denormal floats to zero (see `configure_torch`)."""
+    return float(np.float32(1e-40) * np.float32(1.0)) == 0.0
+
+
+def configure_torch(seed: int, num_threads=None) -> bool:
     """Seeds PyTorch's random numbers (dropout, noise) from the config's `random_seed`; with the config's
     `torch_num_threads`, sets how many threads PyTorch's CPU ops use (its default is one per core, which on a
     busy machine can make small networks many times slower than one thread).
@@ -159,11 +164,14 @@ def configure_torch(seed: int, num_threads=None) -> None:
     inputs is up to 200x slower (a 3200 x 128 by 128 x 128 matmul: 210 against 1 ms), and a deep chain's activations
     decay into that range (`benchmarks/run.py`'s 400-layer chain trained 3.4x faster with the flush). The setting is
     the thread's floating-point mode: the calling thread's, and that of the threads it starts afterwards (PyTorch's
-    intra-op threads), NumPy's math in them included."""
+    intra-op threads), NumPy's math in them included. Returns whether it was set before, for `Session.close` to
+    restore the mode of a process that goes on after the run."""
     torch.manual_seed(seed)
-    torch.set_flush_denormal(True)
     if num_threads is not None:
         if isinstance(num_threads, bool) or not isinstance(num_threads, int) or num_threads < 1:
             raise InvalidOptionError(f"expected a whole number >= 1, got {num_threads!r}",
                                      subject="config key 'torch_num_threads'", suggestion="e.g. torch_num_threads = 1")
         torch.set_num_threads(num_threads)
+    flushed_before = denormals_flushed()
+    torch.set_flush_denormal(True)
+    return flushed_before
