@@ -77,7 +77,7 @@ def test_every_compile_net_run_keeps_freed_memory(monkeypatch, tmp_path):
     path.write_text('backend = "torch"\nextern_data = {"data": {"dim": 3}, "classes": {"dim": 4, "sparse": True}}\n'
                     'network = {"output": {"class": "softmax", "from": "data", "loss": "ce"}}\n')
     config = load_config(str(path))
-    session.Session(config, build_network(config), log=None, task="forward").close()  # close: denormals no longer flushed
+    session.Session(config, build_network(config), log=None, task="forward").close()  # (ends the denormal flush)
     assert calls == [1]
 
 

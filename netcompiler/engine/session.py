@@ -58,6 +58,8 @@ class Session:
 
         self.workers = workers_from_config(config.values, self.backend, task)  # before TF runs anything
         seed = config.get("random_seed", 42)
+        self._denormals_flushed_before: Optional[bool] = None
+        """The floating-point mode a torch run found (`configure_torch`), given back by `close`."""
         if self.torch:
             from .torch_trainer import configure_torch
 
@@ -93,11 +95,11 @@ class Session:
         if self.lock is not None:
             self.lock.release()
             self.lock = None
-        if self.torch and not self._denormals_flushed_before:
-            import torch
+        if self._denormals_flushed_before is not None:
+            from .torch_trainer import end_denormal_flush
 
-            torch.set_flush_denormal(False)
-            self._denormals_flushed_before = True  # (restored once)
+            end_denormal_flush(self._denormals_flushed_before)
+            self._denormals_flushed_before = None
 
     def lock_model(self, task: str, read_only_ok: bool = False) -> bool:
         """Takes the model's lock for the rest of the run (see `lock.py`); returns whether it holds it.

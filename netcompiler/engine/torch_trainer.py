@@ -164,8 +164,8 @@ def configure_torch(seed: int, num_threads=None) -> bool:
     inputs is up to 200x slower (a 3200 x 128 by 128 x 128 matmul: 210 against 1 ms), and a deep chain's activations
     decay into that range (`benchmarks/run.py`'s 400-layer chain trained 3.4x faster with the flush). The setting is
     the thread's floating-point mode: the calling thread's, and that of the threads it starts afterwards (PyTorch's
-    intra-op threads), NumPy's math in them included. Returns whether it was set before, for `Session.close` to
-    restore the mode of a process that goes on after the run."""
+    intra-op threads), NumPy's math in them included. Returns whether it was set before, for `end_denormal_flush`
+    (`Session.close`) to restore the mode of a process that goes on after the run."""
     torch.manual_seed(seed)
     if num_threads is not None:
         if isinstance(num_threads, bool) or not isinstance(num_threads, int) or num_threads < 1:
@@ -175,3 +175,9 @@ def configure_torch(seed: int, num_threads=None) -> bool:
     flushed_before = denormals_flushed()
     torch.set_flush_denormal(True)
     return flushed_before
+
+
+def end_denormal_flush(flushed_before: bool) -> None:
+    """Gives this thread back the floating-point mode `configure_torch` found (`flushed_before`, its result)."""
+    if not flushed_before:
+        torch.set_flush_denormal(False)
