@@ -226,7 +226,7 @@ class ResizeLayer(LayerBase):
         "axis": Option(types=AXIS),
         "kind": Option("nn", (str,), choices=RESIZE_KINDS),
         "fill_value": Option(None, NUMBER + (NONE_TYPE,)),
-        "fill_dropout": Option(None, NUMBER + (NONE_TYPE,)),
+        "fill_dropout": Option(None, NUMBER + (NONE_TYPE,), rate=True),
         "out_dim": Option(None, (Dim, NONE_TYPE)),
     }
 
@@ -272,12 +272,7 @@ class ResizeLayer(LayerBase):
         return value
 
     def _fill_dropout(self) -> float:
-        rate = self.opts["fill_dropout"]
-        if not rate:
-            return 0.0
-        if not 0 <= rate < 1:
-            raise self.error(f"'fill_dropout' is {rate}, but must be a rate in [0, 1)", option="fill_dropout")
-        return float(rate)
+        return float(self.opts["fill_dropout"] or 0.0)
 
     def _made_dim(self) -> Dim:
         """The resized axis as emitted: k * axis, or with `fill_dropout` a new dynamic dim (frames dropped)."""

@@ -39,7 +39,7 @@ class SelfAttentionLayer(LayerBase):
         "num_heads": Option(types=(int,)),
         "total_key_dim": Option(types=(int,)),
         "attention_left_only": Option(False, (bool,)),
-        "attention_dropout": Option(0.0, NUMBER),
+        "attention_dropout": Option(0.0, NUMBER, rate=True),
         "forward_weights_init": Option("glorot_uniform", (str, float, int, dict)),
         "key_shift": Option(None, (str, NONE_TYPE), ref="layer", doc="added to the keys: [queries, keys, key]"),
         **{key: Option(None, ()) for key in _UNSUPPORTED},
@@ -53,9 +53,6 @@ class SelfAttentionLayer(LayerBase):
         check_float_input(self, x, self.sources[0].name if len(self.sources) == 1 else "from")
         if x.feature_dim is None or x.feature_dim.size is None:
             raise self.error(f"the input {x.describe()} needs a static feature dim", option="from")
-        if not 0.0 <= float(self.opts["attention_dropout"]) < 1.0:
-            raise self.error(f"'attention_dropout' must be a rate in [0, 1), not {self.opts['attention_dropout']!r}",
-                             option="attention_dropout")
         n_out = self.opts["n_out"]
         if n_out is None:
             raise self.error("class 'self_attention' needs option 'n_out' (the total value size)", option="n_out")

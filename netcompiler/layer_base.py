@@ -186,9 +186,6 @@ class LayerBase:
             if key in d:
                 cls._check_value(layer, key, option, value)
             opts[key] = value
-        if not 0.0 <= float(opts["dropout"]) < 1.0:
-            raise InvalidOptionError(f"option 'dropout' must be a rate in [0, 1), not {opts['dropout']!r}",
-                                     layer=layer, option="dropout")
         if opts["dropout_axis"] is not None and opts["dropout_noise_shape"]:
             raise InvalidOptionError("options 'dropout_axis' and 'dropout_noise_shape' both say where the dropout "
                                      "mask is shared", layer=layer, option="dropout_axis",
@@ -208,6 +205,10 @@ class LayerBase:
                 f"option '{key}' is {value!r}, expected one of {', '.join(repr(c) for c in option.choices)}",
                 layer=layer, option=key, suggestion=f"did you mean {guess!r}?" if guess else None,
             )
+        if option.rate and value is not None and not 0 <= value < 1:
+            raise InvalidOptionError(
+                f"option '{key}' must be a rate in [0, 1), not {value!r}", layer=layer, option=key,
+                suggestion=f"a rate is the fraction dropped: e.g. '{key}': 0.1 drops 10%; 0 (the default) none")
 
     @classmethod
     def transform_config_dict(cls, opts: Dict[str, Any], network: "Network",

@@ -22,7 +22,8 @@ class Option:
     accepted values; `ref` says the value names other layers and how:
     "layer" (one name), "layers" (a name or a list of names), "layer_or_value"
     (a layer name or a constant), "layer_dict" (a dict whose string values are
-    layer names), "network" (a nested network dict).
+    layer names), "network" (a nested network dict); `rate` that a number
+    must be a probability in [0, 1) (a dropout rate).
     """
 
     default: Any = REQUIRED
@@ -30,6 +31,7 @@ class Option:
     choices: Tuple[Any, ...] = ()
     ref: Optional[str] = None
     doc: str = ""
+    rate: bool = False
 
     @property
     def required(self) -> bool:
@@ -67,7 +69,7 @@ COMMON_OPTIONS: Dict[str, Option] = {
     "initial_output": Option(None, (str, int, float, NONE_TYPE),
                              doc="inside a rec unit dict: what 'prev:' of this layer is at the first step"),
     "trainable": Option(True, (bool,)),
-    "dropout": Option(0.0, NUMBER, doc="dropout rate on the (concatenated) input"),
+    "dropout": Option(0.0, NUMBER, doc="dropout rate on the (concatenated) input", rate=True),
     "dropout_noise_shape": Option(None, (dict, list, tuple, NONE_TYPE)),
     "dropout_on_forward": Option(False, (bool,)),
     "dropout_axis": Option(None, (str, list, tuple, NONE_TYPE),

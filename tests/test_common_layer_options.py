@@ -84,3 +84,24 @@ def test_dot_debug_is_accepted_with_a_notice():
         "the shapes are the templates 'dump-net' shows"]
     plain = build_from_dict({**net, "output": {**net["output"], "debug": False}}, EXTERN)
     assert network.layers["output"].output.describe() == plain.layers["output"].output.describe()
+
+
+@pytest.mark.parametrize("layer, option", [
+    ({"class": "linear", "n_out": 6, "dropout": 1.5}, "dropout"),
+    ({"class": "linear", "n_out": 6, "dropout": -0.1}, "dropout"),
+    ({"class": "self_attention", "num_heads": 2, "total_key_dim": 4, "n_out": 6, "attention_dropout": 1},
+     "attention_dropout"),
+    ({"class": "resize", "factor": 2, "axis": "T", "kind": "fill", "fill_value": 0.0, "fill_dropout": 2.0},
+     "fill_dropout"),
+])
+def test_a_rate_out_of_range_names_the_option_and_what_a_rate_is(layer, option):
+    with pytest.raises(InvalidOptionError) as error:
+        build_from_dict({"output": {**layer, "from": "data"}}, EXTERN)
+    assert str(error.value) == (f"layer 'output': option '{option}' must be a rate in [0, 1), not {layer[option]!r} "
+                                f"-- a rate is the fraction dropped: e.g. '{option}': 0.1 drops 10%; 0 (the "
+                                f"default) none")
+
+
+def test_a_rate_in_range_builds():
+    network = build_from_dict({"output": {"class": "linear", "n_out": 6, "dropout": 0.0, "from": "data"}}, EXTERN)
+    assert network.layers["output"].opts["dropout"] == 0.0
