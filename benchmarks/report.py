@@ -114,6 +114,9 @@ def scaling_lines(verdicts, scaling):
                      f"{ok_time}), peak {nc['peak_mb']:.0f} MB (goal < 2 GB: {ok_mem})")
         if hand is None:
             continue
+        if "skipped" in hand:
+            lines.append(f"hand-written {hand_name}: {hand['skipped']}")
+            continue
         if "error" in hand:  # the reference failing (e.g. out of memory) is reported, not a crash of netcompiler's
             lines.append(f"hand-written {hand_name}: {hand['error'].splitlines()[-1]}")
             continue

@@ -1,6 +1,7 @@
 """benchmarks/run.py's arithmetic and verdicts (no model is run): ratios against the goals, the growth exponent,
 the median over rounds, crashes and parameter mismatches reported as such."""
 
+import argparse
 import os
 import sys
 
@@ -99,3 +100,27 @@ def test_scaling_reference_failure_is_reported_but_not_a_netcompiler_crash():
     scaling["nc-tf"] = {"error": "exit 1: boom"}
     text, missed, crashed = report.render(results({}, scaling=scaling))
     assert crashed == ["scaling TF: exit 1: boom"] and "50-layer chain, netcompiler TF: CRASHED" in text
+
+
+def test_scaling_chain_runs_rounds_alternating_and_leaves_out_the_long_hand_written_tf_chain(monkeypatch):
+    calls = []
+
+    def fake_child(what, which, size, reps, log, check=False):  # builds 1, 5, 2 s in its rounds: median 2
+        calls.append((what, which))
+        n = sum(1 for _, s in calls if s == which)
+        return side(build=[1.0, 5.0, 2.0][n - 1], peak=100.0 * n)
+
+    monkeypatch.setattr(run, "run_child", fake_child)
+    monkeypatch.setattr(run, "torch_wanted", lambda args: True)
+    args = argparse.Namespace(scaling_layers=run.HAND_TF_SCALING_MAX + 1, rounds=3)
+    result = run.scaling_chain(args, "default", log=None)
+    assert [s for _, s in calls] == ["nc-tf"] * 3 + ["nc-torch", "hand-torch", "hand-torch", "nc-torch",
+                                                      "nc-torch", "hand-torch"]
+    assert {w for w, _ in calls} == {f"linear-{run.HAND_TF_SCALING_MAX + 1}"}
+    assert result["nc-torch"]["build_cpu"] == 2.0 and result["nc-torch"]["peak_mb"] == 200.0
+    assert "not run above" in result["hand-tf"]["skipped"]
+    text, missed, crashed = report.render(results({}, scaling=result))
+    assert crashed == [] and f"hand-written TF2: not run above {run.HAND_TF_SCALING_MAX} layers" in text
+    args.scaling_layers = run.HAND_TF_SCALING_MAX
+    calls.clear()
+    assert "build_cpu" in run.scaling_chain(args, "default", log=None)["hand-tf"]
