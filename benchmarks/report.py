@@ -160,7 +160,7 @@ def render(results):
               "frames/CPU-s nc / hand", "ratio", "goal", "", "peak MB nc / hand", "ratio", "goal", ""]
     end = f"{meta['load_end']:.1f} at the end" if "load_end" in meta else "the run did not finish"
     lines = [f"Size {meta['size']}, {meta['reps']} timed passes per side, {meta['rounds']} process(es) per side; "
-             f"{meta['cpus']} CPUs shared with other sessions (load average {meta['load_start']:.1f} at the start, "
+             f"{meta['cpus']} CPUs{' (' + meta['machine'] + ')' if 'machine' in meta else ''} shared with other sessions (load average {meta['load_start']:.1f} at the start, "
              f"{end}), {meta['started']}. CPU times are process user+sys (all threads): the machine is shared, wall "
              "time measures the others too.", ""]
     lines += table(header, rows) + [""]

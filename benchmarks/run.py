@@ -52,6 +52,26 @@ def merge(results):
     return {k: statistics.median(vs) if number(vs[0]) and len(set(vs)) > 1 else vs[0] for k, vs in values.items()}
 
 
+def machine():
+    """The CPU the run measures ("Intel(R) Xeon(R) Processor, model 207, AMX-BF16"): absolute times and frames per
+    second compare only between runs on the same one (sessions 1-17 and 18 ran on different CPUs)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            first_cpu = f.read().split("\n\n")[0]
+    except OSError:
+        return "unknown CPU"
+    fields = {}
+    for line in first_cpu.splitlines():
+        key, _, value = line.partition(":")
+        fields[key.strip()] = value.strip()
+    parts = [fields.get("model name", "unknown CPU")]
+    if "model" in fields:
+        parts.append(f"model {fields['model']}")
+    flags = fields.get("flags", "").split()
+    parts += [name for flag, name in (("amx_bf16", "AMX-BF16"), ("avx512_bf16", "AVX512-BF16")) if flag in flags][:1]
+    return ", ".join(parts)
+
+
 def torch_wanted(args):
     """Whether the PyTorch sides run: torch installed and not --no-torch."""
     return not args.no_torch and importlib.util.find_spec("torch") is not None
@@ -143,7 +163,7 @@ def main():
     start, load = time.time(), os.getloadavg()[0]
     print(f"benchmarks/run.py: size {size}, {args.reps} timed passes, {args.rounds} process(es) per side; "
           f"{os.cpu_count()} CPUs, load average {load:.1f}", file=log, flush=True)
-    results = {"meta": {"size": size, "reps": args.reps, "rounds": args.rounds, "cpus": os.cpu_count(),
+    results = {"meta": {"size": size, "reps": args.reps, "rounds": args.rounds, "cpus": os.cpu_count(), "machine": machine(),
                         "load_start": load, "started": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(start))},
                "models": {}}
 

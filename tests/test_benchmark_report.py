@@ -124,3 +124,11 @@ def test_scaling_chain_runs_rounds_alternating_and_leaves_out_the_long_hand_writ
     args.scaling_layers = run.HAND_TF_SCALING_MAX
     calls.clear()
     assert "build_cpu" in run.scaling_chain(args, "default", log=None)["hand-tf"]
+
+
+def test_the_report_names_the_machine_it_measured():
+    meta_run = results({})
+    meta_run["meta"]["machine"] = "Some CPU, model 7"
+    assert "2 CPUs (Some CPU, model 7) shared" in report.render(meta_run)[0]
+    assert "2 CPUs shared" in report.render(results({}))[0]  # a run from before the machine was recorded
+    assert run.machine() != ""
