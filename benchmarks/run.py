@@ -28,8 +28,8 @@ import report  # noqa: E402
 
 SCALING_LAYERS = 5000
 HAND_TF_SCALING_MAX = 2000
-"""--scaling builds the hand-written TF2 chain only up to this many layers: at 5000 it was stopped after 7.7 minutes
-at 5.7 GB resident, before its first step (session 18)."""
+"""--scaling builds the hand-written TF2 chain only up to this many layers, because of HAND_TF_AT_5000."""
+HAND_TF_AT_5000 = "at 5000 it was stopped after 7.7 minutes at 5.7 GB, before its first step (session 18)"
 QUICK_TORCH = ("linear-100", "transformer")  # --quick runs only these on torch (the 3-minute budget)
 
 
@@ -77,6 +77,17 @@ def torch_wanted(args):
     return not args.no_torch and importlib.util.find_spec("torch") is not None
 
 
+def alternating_rounds(what, pair, args, size, reps, log, first=0, check=False):
+    """{side: the median of `--rounds` children of `what`} for the sides in `pair`; the side that goes first
+    alternates from round to round (starting with pair[0] when `first` is even). With `check`, the first round's
+    hand-written TF2 child also compares the models."""
+    rounds = {side: [] for side in pair}
+    for r in range(args.rounds):
+        for side in (pair if (first + r) % 2 == 0 else pair[::-1]):
+            rounds[side].append(run_child(what, side, size, reps, log, check=check and r == 0))
+    return {side: merge(results) for side, results in rounds.items()}
+
+
 def benchmark_models(names, args, size, log, results, save):
     """Measures the models into `results` (a dict: model -> side -> measures), calling `save` after each."""
     for i, name in enumerate(names):
@@ -86,30 +97,21 @@ def benchmark_models(names, args, size, log, results, save):
         with_torch = model.torch and torch_wanted(args) and (name in QUICK_TORCH or not args.quick)
         pairs = [("nc-tf", "hand-tf")] + ([("nc-torch", "hand-torch")] if with_torch else [])
         for pair in pairs:
-            rounds = {side: [] for side in pair}
-            for r in range(args.rounds):
-                for side in (pair if (i + r) % 2 == 0 else pair[::-1]):  # alternate which side goes first
-                    rounds[side].append(run_child(name, side, size, args.reps, log, check=not args.no_check and r == 0))
-            entry.update({side: merge(rs) for side, rs in rounds.items()})
+            entry.update(alternating_rounds(name, pair, args, size, args.reps, log, first=i, check=not args.no_check))
         save()
 
 
 def scaling_chain(args, size, log):
-    """The --scaling chain's build on each side, `--rounds` processes per side alternating within each backend's
-    pair (the median of each measure), except the hand-written TF2 side above HAND_TF_SCALING_MAX layers."""
+    """The --scaling chain's build on each side (`alternating_rounds`), except the hand-written TF2 side above
+    HAND_TF_SCALING_MAX layers."""
     layers = args.scaling_layers
     pairs = [("nc-tf", "hand-tf")] + ([("nc-torch", "hand-torch")] if torch_wanted(args) else [])
     result = {"layers": layers}
     for pair in pairs:
         if "hand-tf" in pair and layers > HAND_TF_SCALING_MAX:
-            result["hand-tf"] = {"skipped": f"not run above {HAND_TF_SCALING_MAX} layers (at 5000 it was stopped "
-                                            f"after 7.7 minutes at 5.7 GB, before its first step)"}
+            result["hand-tf"] = {"skipped": f"not run above {HAND_TF_SCALING_MAX} layers ({HAND_TF_AT_5000})"}
             pair = pair[:1]
-        rounds = {side: [] for side in pair}
-        for r in range(args.rounds):
-            for side in (pair if r % 2 == 0 else pair[::-1]):
-                rounds[side].append(run_child(f"linear-{layers}", side, size, 0, log))
-        result.update({side: merge(rs) for side, rs in rounds.items()})
+        result.update(alternating_rounds(f"linear-{layers}", pair, args, size, 0, log))
     return result
 
 
@@ -163,8 +165,9 @@ def main():
     start, load = time.time(), os.getloadavg()[0]
     print(f"benchmarks/run.py: size {size}, {args.reps} timed passes, {args.rounds} process(es) per side; "
           f"{os.cpu_count()} CPUs, load average {load:.1f}", file=log, flush=True)
-    results = {"meta": {"size": size, "reps": args.reps, "rounds": args.rounds, "cpus": os.cpu_count(), "machine": machine(),
-                        "load_start": load, "started": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(start))},
+    results = {"meta": {"size": size, "reps": args.reps, "rounds": args.rounds, "cpus": os.cpu_count(),
+                        "machine": machine(), "load_start": load,
+                        "started": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(start))},
                "models": {}}
 
     def save():  # after every model, so an interrupted run keeps what it measured (see --report)
