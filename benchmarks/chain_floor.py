@@ -4,9 +4,11 @@ netcompiler: where the 5000-layer goal (< 60 s, < 2 GB) stands against TF's own 
     python benchmarks/chain_floor.py floor 5000    # only the variables and one Adam update of each (no layers)
     python benchmarks/chain_floor.py inline 2000   # the layers' ops written out in the step, as usual
     python benchmarks/chain_floor.py shared 2000   # every layer a call of one shared tf.function (not inlined)
+    python benchmarks/chain_floor.py stacked 2000  # inline, but all weights in one variable, all biases in another
+    python benchmarks/chain_floor.py eager 5000    # inline, run eagerly: no tf.function, no graph
 
-Each prints the process CPU seconds and resident MB after the variables, the trace and the first step (one
-sequence of 10 frames, as run.py's --scaling chain), the peak, and the step graph's node count. Adam is TF's fused
+Each prints the process CPU seconds and resident MB after the variables, the trace, the first step (one sequence
+of 10 frames, as run.py's --scaling chain) and a second step, the peak, and the step graph's node count. Adam is TF's fused
 ResourceApplyAdam per variable with its two slots, as netcompiler's fused updates; no non-finite check. See
 benchmarks/README.md (session 19).
 """
@@ -42,8 +44,12 @@ def main(mode, n):
         clock = time.process_time()
 
     print(f"{'imports':<11} {resident_mb():17.0f} MB resident", flush=True)
-    weights = [tf.Variable(rng.uniform(-0.2, 0.2, (WIDTH, WIDTH)).astype(np.float32)) for _ in range(n)]
-    biases = [tf.Variable(np.zeros(WIDTH, np.float32)) for _ in range(n)]
+    if mode == "stacked":
+        weights = [tf.Variable(rng.uniform(-0.2, 0.2, (n, WIDTH, WIDTH)).astype(np.float32))]
+        biases = [tf.Variable(np.zeros((n, WIDTH), np.float32))]
+    else:
+        weights = [tf.Variable(rng.uniform(-0.2, 0.2, (WIDTH, WIDTH)).astype(np.float32)) for _ in range(n)]
+        biases = [tf.Variable(np.zeros(WIDTH, np.float32)) for _ in range(n)]
     variables = weights + biases
     slots = [(tf.Variable(tf.zeros_like(v)), tf.Variable(tf.zeros_like(v))) for v in variables]
     lap("variables")
@@ -52,7 +58,6 @@ def main(mode, n):
     shared = tf.function(layer, autograph=False, experimental_attributes={"_noinline": True}) \
         .get_concrete_function(*signature) if mode == "shared" else layer
 
-    @tf.function(input_signature=[tf.TensorSpec([None, WIDTH]), tf.TensorSpec([2], tf.int32)], autograph=False)
     def step(x, seed):
         if mode == "floor":
             ones = {shape: tf.ones(shape) for shape in {tuple(v.shape) for v in variables}}
@@ -60,8 +65,11 @@ def main(mode, n):
             loss = tf.reduce_sum(x)
         else:
             with tf.GradientTape() as tape:
+                layer_weights, layer_biases = weights, biases
+                if mode == "stacked":
+                    layer_weights, layer_biases = tf.unstack(weights[0]), tf.unstack(biases[0])
                 for i in range(n):
-                    x = shared(x, weights[i], biases[i], seed + tf.constant([i, 0]))
+                    x = shared(x, layer_weights[i], layer_biases[i], seed + tf.constant([i, 0]))
                 loss = tf.reduce_sum(x * x)
             grads = tape.gradient(loss, variables)
         hyper = [tf.constant(h) for h in (0.9, 0.999, 1e-3, 0.9, 0.999, 1e-8)]
@@ -72,15 +80,20 @@ def main(mode, n):
         with tf.control_dependencies(updates):
             return tf.identity(loss)
 
-    graph = step.get_concrete_function().graph.as_graph_def()
+    nodes = 0
+    if mode != "eager":
+        step = tf.function(step, input_signature=[tf.TensorSpec([None, WIDTH]), tf.TensorSpec([2], tf.int32)],
+                           autograph=False)
+        graph = step.get_concrete_function().graph.as_graph_def()
+        nodes = len(graph.node) + sum(len(f.node_def) for f in graph.library.function)
     lap("trace")
-    float(step(tf.constant(rng.randn(FRAMES, WIDTH).astype(np.float32)), tf.constant([1, 2])))
-    lap("first step")
-    nodes = len(graph.node) + sum(len(f.node_def) for f in graph.library.function)
+    for phase in ("first step", "next step"):
+        float(step(tf.constant(rng.randn(FRAMES, WIDTH).astype(np.float32)), tf.constant([1, 2])))
+        lap(phase)
     print(f"{mode} chain of {n}: peak {resident_mb('VmHWM'):.0f} MB, {nodes} graph nodes ({nodes / n:.1f} per layer)")
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3 or sys.argv[1] not in ("floor", "inline", "shared"):
+    if len(sys.argv) != 3 or sys.argv[1] not in ("floor", "inline", "shared", "stacked", "eager"):
         sys.exit(__doc__)
     main(sys.argv[1], int(sys.argv[2]))

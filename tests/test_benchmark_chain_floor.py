@@ -1,5 +1,6 @@
-"""benchmarks/chain_floor.py on a 4-layer chain: every mode traces and steps, and the step graph's node count per
-layer orders as the README's table reads (updates only < layers sharing one function < layers written out)."""
+"""benchmarks/chain_floor.py on a 4-layer chain: every mode traces (or, eagerly, does not) and steps twice, and the
+step graph's node count per layer orders as the README's table reads (updates only < layers sharing one function
+< layers written out; stacked parameters fewer than one variable per parameter)."""
 
 import os
 import re
@@ -13,12 +14,15 @@ import chain_floor  # noqa: E402
 def nodes_per_layer(mode, capsys):
     chain_floor.main(mode, 4)
     out = capsys.readouterr().out
-    assert [line.split()[0] for line in out.splitlines()[:4]] == ["imports", "variables", "trace", "first"]
+    assert [line.split()[0] for line in out.splitlines()[:5]] == ["imports", "variables", "trace", "first", "next"]
     match = re.search(rf"^{mode} chain of 4: peak \d+ MB, \d+ graph nodes \(([\d.]+) per layer\)$", out, re.M)
     assert match, out
     return float(match.group(1))
 
 
 def test_each_mode_steps_and_sharing_the_layers_trace_saves_ops(capsys):
-    floor, shared, inline = (nodes_per_layer(mode, capsys) for mode in ("floor", "shared", "inline"))
+    floor, shared, inline, stacked, eager = (
+        nodes_per_layer(mode, capsys) for mode in ("floor", "shared", "inline", "stacked", "eager"))
     assert floor < shared < inline
+    assert floor < stacked < inline
+    assert eager == 0
