@@ -6,11 +6,12 @@ netcompiler: where the 5000-layer goal (< 60 s, < 2 GB) stands against TF's own 
     python benchmarks/chain_floor.py shared 2000   # every layer a call of one shared tf.function (not inlined)
     python benchmarks/chain_floor.py stacked 2000  # inline, but all weights in one variable, all biases in another
     python benchmarks/chain_floor.py eager 5000    # inline, run eagerly: no tf.function, no graph
+    python benchmarks/chain_floor.py grouped 5000  # stacked and shared: one variable per role, one layer function
 
 Each prints the process CPU seconds and resident MB after the variables, the trace, the first step (one sequence
-of 10 frames, as run.py's --scaling chain) and a second step, the peak, and the step graph's node count. Adam is TF's fused
-ResourceApplyAdam per variable with its two slots, as netcompiler's fused updates; no non-finite check. See
-benchmarks/README.md (session 19).
+of 10 frames, as run.py's --scaling chain) and a second step, the peak, and the step graph's node count. Adam is
+TF's fused ResourceApplyAdam per variable with its two slots, as netcompiler's fused updates; no non-finite check.
+See benchmarks/README.md (sessions 19 and 20).
 """
 
 import os
@@ -44,7 +45,7 @@ def main(mode, n):
         clock = time.process_time()
 
     print(f"{'imports':<11} {resident_mb():17.0f} MB resident", flush=True)
-    if mode == "stacked":
+    if mode in ("stacked", "grouped"):
         weights = [tf.Variable(rng.uniform(-0.2, 0.2, (n, WIDTH, WIDTH)).astype(np.float32))]
         biases = [tf.Variable(np.zeros((n, WIDTH), np.float32))]
     else:
@@ -56,7 +57,7 @@ def main(mode, n):
     signature = [tf.TensorSpec([None, WIDTH]), tf.TensorSpec([WIDTH, WIDTH]), tf.TensorSpec([WIDTH]),
                  tf.TensorSpec([2], tf.int32)]
     shared = tf.function(layer, autograph=False, experimental_attributes={"_noinline": True}) \
-        .get_concrete_function(*signature) if mode == "shared" else layer
+        .get_concrete_function(*signature) if mode in ("shared", "grouped") else layer
 
     def step(x, seed):
         if mode == "floor":
@@ -66,7 +67,7 @@ def main(mode, n):
         else:
             with tf.GradientTape() as tape:
                 layer_weights, layer_biases = weights, biases
-                if mode == "stacked":
+                if mode in ("stacked", "grouped"):
                     layer_weights, layer_biases = tf.unstack(weights[0]), tf.unstack(biases[0])
                 for i in range(n):
                     x = shared(x, layer_weights[i], layer_biases[i], seed + tf.constant([i, 0]))
@@ -94,6 +95,6 @@ def main(mode, n):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3 or sys.argv[1] not in ("floor", "inline", "shared", "stacked", "eager"):
+    if len(sys.argv) != 3 or sys.argv[1] not in ("floor", "inline", "shared", "stacked", "eager", "grouped"):
         sys.exit(__doc__)
     main(sys.argv[1], int(sys.argv[2]))
