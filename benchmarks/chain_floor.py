@@ -7,11 +7,12 @@ netcompiler: where the 5000-layer goal (< 60 s, < 2 GB) stands against TF's own 
     python benchmarks/chain_floor.py stacked 2000  # inline, but all weights in one variable, all biases in another
     python benchmarks/chain_floor.py eager 5000    # inline, run eagerly: no tf.function, no graph
     python benchmarks/chain_floor.py grouped 5000  # stacked and shared: one variable per role, one layer function
+    python benchmarks/chain_floor.py grouped 400 3200  # the steps on 3200 frames (run.py's 16 x 200 batch)
 
 Each prints the process CPU seconds and resident MB after the variables, the trace, the first step (one sequence
-of 10 frames, as run.py's --scaling chain) and a second step, the peak, and the step graph's node count. Adam is
-TF's fused ResourceApplyAdam per variable with its two slots, as netcompiler's fused updates; no non-finite check.
-See benchmarks/README.md (sessions 19 and 20).
+of 10 frames as run.py's --scaling chain, or the frames given third) and a second step, the peak, and the step
+graph's node count. Adam is TF's fused ResourceApplyAdam per variable with its two slots, as netcompiler's fused
+updates; no non-finite check. See benchmarks/README.md (sessions 19 and 20).
 """
 
 import os
@@ -35,7 +36,7 @@ def layer(x, w, b, seed):
     return tf.nn.relu(tf.where(keep, x * (1 / 0.9), 0.0) @ w + b)
 
 
-def main(mode, n):
+def main(mode, n, frames=FRAMES):
     rng = np.random.RandomState(0)
     clock = time.process_time()
 
@@ -89,12 +90,12 @@ def main(mode, n):
         nodes = len(graph.node) + sum(len(f.node_def) for f in graph.library.function)
     lap("trace")
     for phase in ("first step", "next step"):
-        float(step(tf.constant(rng.randn(FRAMES, WIDTH).astype(np.float32)), tf.constant([1, 2])))
+        float(step(tf.constant(rng.randn(frames, WIDTH).astype(np.float32)), tf.constant([1, 2])))
         lap(phase)
     print(f"{mode} chain of {n}: peak {resident_mb('VmHWM'):.0f} MB, {nodes} graph nodes ({nodes / n:.1f} per layer)")
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3 or sys.argv[1] not in ("floor", "inline", "shared", "stacked", "eager", "grouped"):
+    if len(sys.argv) not in (3, 4) or sys.argv[1] not in ("floor", "inline", "shared", "stacked", "eager", "grouped"):
         sys.exit(__doc__)
-    main(sys.argv[1], int(sys.argv[2]))
+    main(sys.argv[1], *(int(arg) for arg in sys.argv[2:]))
