@@ -23,12 +23,14 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
+from measure import status_mb  # noqa: E402
+
 WIDTH, FRAMES = 64, 10
-
-
-def resident_mb(key="VmRSS"):
-    with open("/proc/self/status") as f:
-        return next(int(line.split()[1]) for line in f if line.startswith(key + ":")) / 1024
+MODES = ("floor", "inline", "shared", "stacked", "eager", "grouped")
+STACKED = ("stacked", "grouped")
+"""Modes whose weights are one [n, WIDTH, WIDTH] variable and biases one [n, WIDTH] variable."""
+SHARED = ("shared", "grouped")
+"""Modes whose layers are calls of one traced, not inlined function."""
 
 
 def layer(x, w, b, seed):
@@ -42,11 +44,11 @@ def main(mode, n, frames=FRAMES):
 
     def lap(phase):
         nonlocal clock
-        print(f"{phase:<11} {time.process_time() - clock:7.1f} s CPU  {resident_mb():7.0f} MB resident", flush=True)
+        print(f"{phase:<11} {time.process_time() - clock:7.1f} s CPU  {status_mb('VmRSS'):7.0f} MB resident", flush=True)
         clock = time.process_time()
 
-    print(f"{'imports':<11} {resident_mb():17.0f} MB resident", flush=True)
-    if mode in ("stacked", "grouped"):
+    print(f"{'imports':<11} {status_mb('VmRSS'):17.0f} MB resident", flush=True)
+    if mode in STACKED:
         weights = [tf.Variable(rng.uniform(-0.2, 0.2, (n, WIDTH, WIDTH)).astype(np.float32))]
         biases = [tf.Variable(np.zeros((n, WIDTH), np.float32))]
     else:
@@ -58,7 +60,7 @@ def main(mode, n, frames=FRAMES):
     signature = [tf.TensorSpec([None, WIDTH]), tf.TensorSpec([WIDTH, WIDTH]), tf.TensorSpec([WIDTH]),
                  tf.TensorSpec([2], tf.int32)]
     shared = tf.function(layer, autograph=False, experimental_attributes={"_noinline": True}) \
-        .get_concrete_function(*signature) if mode in ("shared", "grouped") else layer
+        .get_concrete_function(*signature) if mode in SHARED else layer
 
     def step(x, seed):
         if mode == "floor":
@@ -68,7 +70,7 @@ def main(mode, n, frames=FRAMES):
         else:
             with tf.GradientTape() as tape:
                 layer_weights, layer_biases = weights, biases
-                if mode in ("stacked", "grouped"):
+                if mode in STACKED:
                     layer_weights, layer_biases = tf.unstack(weights[0]), tf.unstack(biases[0])
                 for i in range(n):
                     x = shared(x, layer_weights[i], layer_biases[i], seed + tf.constant([i, 0]))
@@ -92,10 +94,10 @@ def main(mode, n, frames=FRAMES):
     for phase in ("first step", "next step"):
         float(step(tf.constant(rng.randn(frames, WIDTH).astype(np.float32)), tf.constant([1, 2])))
         lap(phase)
-    print(f"{mode} chain of {n}: peak {resident_mb('VmHWM'):.0f} MB, {nodes} graph nodes ({nodes / n:.1f} per layer)")
+    print(f"{mode} chain of {n}: peak {status_mb('VmHWM'):.0f} MB, {nodes} graph nodes ({nodes / n:.1f} per layer)")
 
 
 if __name__ == "__main__":
-    if len(sys.argv) not in (3, 4) or sys.argv[1] not in ("floor", "inline", "shared", "stacked", "eager", "grouped"):
+    if len(sys.argv) not in (3, 4) or sys.argv[1] not in MODES:
         sys.exit(__doc__)
     main(sys.argv[1], *(int(arg) for arg in sys.argv[2:]))

@@ -30,6 +30,8 @@ import subprocess
 import sys
 import time
 
+from measure import status_mb
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path[:0] = [HERE, ROOT]
@@ -40,11 +42,6 @@ SIZES = {"linear": (4, 100, dict(layers=100, width=512)), "transformer": (16, 10
          "blstm": (16, 100, dict(layers=2, n=256)), "12ax": (10, 100, dict()), "conv": (16, 100, dict())}
 QUICK = {"linear": (4, 50, dict(layers=10, width=64)), "transformer": (4, 50, dict(blocks=2, d=256)),
          "blstm": (4, 50, dict(layers=2, n=32)), "12ax": (10, 50, dict()), "conv": (4, 50, dict())}
-
-
-def status_mb(key):
-    with open("/proc/self/status") as f:
-        return next(int(line.split()[1]) for line in f if line.startswith(key + ":")) / 1024
 
 
 # --- the models: config, hand-written module, weight mapping ---------------------------------------------------------

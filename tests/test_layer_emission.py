@@ -131,7 +131,7 @@ def test_parameter_gradients_match_finite_differences(case):
     with tf.GradientTape() as tape:
         value = objective()
     grads = tape.gradient(value, variables)
-    objective = tf.function(objective)  # the differences below: traced once instead of run eagerly 6x per variable
+    traced = tf.function(objective)  # the differences below: traced once instead of run eagerly 6x per variable
     rng = np.random.RandomState(0)
     for var, grad in zip(variables, grads):
         assert grad is not None, f"no gradient for {var.name}"
@@ -144,10 +144,10 @@ def test_parameter_gradients_match_finite_differences(case):
             bumped = original.copy()
             bumped[idx] += eps
             var.assign(bumped)
-            up = float(objective())
+            up = float(traced())
             bumped[idx] -= 2 * eps
             var.assign(bumped)
-            down = float(objective())
+            down = float(traced())
             var.assign(original)
             numeric = (up - down) / (2 * eps)
             assert abs(numeric - grad[idx]) <= 2e-2 * max(1.0, abs(numeric)), (var.name, idx, numeric, grad[idx])
