@@ -376,6 +376,33 @@ class Backend:
         which a backend may draw together."""
         return [cls.initial_value_raw(*request) for request in requests]
 
+    supports_parameter_groups = False
+    """Whether equal parameters of many layers can be stored as one (`create_parameter_group_raw`)."""
+
+    @classmethod
+    def create_parameter_group_raw(cls, names: Sequence[str], values: Sequence[Any], dtype: str,
+                                   trainable: bool) -> List[Any]:
+        """Parameters `names` (initial `values` of one shape) stored together; each one a parameter as
+        `create_parameter_raw`'s are for reading and setting its value, and saved under its own name."""
+        raise _missing(cls, "create_parameter_group_raw")
+
+    @classmethod
+    def parameter_group_values_raw(cls, members: Sequence[Any]) -> List[Any]:
+        """The values of all members of one group, in their order, read together (in a step)."""
+        raise _missing(cls, "parameter_group_values_raw")
+
+    @classmethod
+    def parameter_storage_raw(cls, raw: Any) -> Any:
+        """What holds parameter `raw`'s value (its group's variable for a group member): what gradients are taken
+        of and optimizers update."""
+        return raw
+
+    @classmethod
+    def shared_function_raw(cls, fn: Callable[..., Any]) -> Optional[Callable[..., Any]]:
+        """`fn` (raw tensors -> a raw tensor) traced once and called for each use, or None where the framework
+        has no such functions (eager execution): callers then compute inline."""
+        return None
+
     @classmethod
     def name_scope_raw(cls, name: str):
         """A context manager naming the ops created in it (a no-op where ops have no names)."""

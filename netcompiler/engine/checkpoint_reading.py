@@ -21,6 +21,7 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 import tensorflow as tf
 
+from ..backends.tensorflow.param_groups import GroupMember
 from ..errors import CheckpointError
 from .checkpoint_files import INDEX_SUFFIX, _first_line, _listdir, _marked
 
@@ -28,7 +29,7 @@ _MAX_NAMES = 12  # variable names listed in one error message
 
 
 def _is_variable(obj: Any) -> bool:
-    if isinstance(obj, tf.Variable):
+    if isinstance(obj, (tf.Variable, GroupMember)):  # (a group member is saved as a variable of its own)
         return True
     keras_variable = getattr(getattr(tf, "keras", None), "Variable", None)
     return keras_variable is not None and isinstance(obj, keras_variable)

@@ -52,6 +52,32 @@ class ParamOps:
         with named_after_creation():
             return tf.Variable(initial_value, name=name, trainable=trainable, dtype=dtype)
 
+    supports_parameter_groups = True
+
+    @classmethod
+    def create_parameter_group_raw(cls, names, values, dtype, trainable):
+        from .param_groups import create_group
+
+        return create_group(names, values, dtype, trainable)
+
+    @classmethod
+    def parameter_group_values_raw(cls, members):
+        from .param_groups import members_values
+
+        return members_values(members)
+
+    @classmethod
+    def parameter_storage_raw(cls, raw: Any) -> Any:
+        return getattr(raw, "storage", raw)
+
+    @classmethod
+    def shared_function_raw(cls, fn):
+        """Inside a traced step: `fn` as a `tf.function` that stays a function call in the graph (not inlined),
+        so its ops exist once however often it is called."""
+        if tf.executing_eagerly():
+            return None
+        return tf.function(fn, autograph=False, experimental_attributes={"_noinline": True})
+
     @classmethod
     def is_trainable(cls, raw: Any) -> bool:
         return bool(getattr(raw, "trainable", False))
