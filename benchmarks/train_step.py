@@ -14,6 +14,7 @@ import tensorflow as tf  # noqa: E402
 
 from netcompiler.builtin import load_builtin_layers  # noqa: E402
 from netcompiler.config import load_config  # noqa: E402
+from netcompiler.emit.equal_layers import min_layers_setting  # noqa: E402
 from netcompiler.emit.model import CompiledNetwork  # noqa: E402
 from netcompiler.engine.collector_pause import collector_paused  # noqa: E402
 from netcompiler.engine.optimizers import clip_gradients_fn, gradient_clipping, make_optimizer  # noqa: E402
@@ -205,7 +206,7 @@ HAND = {"blstm": {"tf-blocklstm": lambda: HandBLSTM("block"), "tf-scan-lstm": la
 def netcompiler_side(config):
     set_up_process()  # as compile-net's Session
     with collector_paused():  # as Session builds the model and the trainer
-        model = CompiledNetwork(build_network(config))
+        model = CompiledNetwork(build_network(config), equal_layers_min=min_layers_setting(config.values))
         optimizer = make_optimizer(config.values)  # as compile-net's Session.train
         trainer = Trainer(model, optimizer, None, clip_gradients_fn(config.values),
                           stop_on_nonfinite=bool(config.get("stop_on_nonfinite_train_score", True)),

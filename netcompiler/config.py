@@ -58,6 +58,7 @@ USED_KEYS = frozenset({
     "distributed_tf", "torch_distributed",  # several workers: engine/distributed.py
     "learning_curve_file",  # netcompiler's own: the learning-curve PNG (engine/learning_curve.py)
     "tf_amp", "torch_amp", "tf_jit", "torch_compile",  # bfloat16 and compiled steps: engine/precision.py
+    "tf_equal_layers_min",  # equal layers in parameter groups and one traced function: emit/equal_layers.py
 })
 
 # Settings that change nothing here: key -> why (shown in the notice).

@@ -83,8 +83,10 @@ class EmitContext:
 
     def __init__(self, network, run: rf.RunContext, params: Dict[str, Tensor], extern: Dict[str, Tensor],
                  parent: Optional["EmitContext"] = None, loop_state: Optional[LoopState] = None,
-                 search: Optional[SearchStep] = None):
+                 search: Optional[SearchStep] = None, shared=None):
         self.network = network
+        self.shared = shared
+        """The `equal_layers.SharedEmission` of this pass's network (top level only), or None."""
         self.run = run
         self.params = params
         self.extern = extern
@@ -143,9 +145,16 @@ class EmitContext:
                     return self.value(layer)
             backend = self.run.backend
             with backend.emission_scope_raw(), backend.name_scope_raw(_scope_name(layer.name)):
-                y = self._presets[key]() if key in self._presets else layer.emit(LayerInputs(self, layer))
+                y = self._presets[key]() if key in self._presets else self._emit(layer)
             self._values[key] = conform_to_template(layer, y, self.run.backend)
         return self._values[key]
+
+    def _emit(self, layer) -> Tensor:
+        if self.shared is not None and self.shared.covers(layer):
+            y = self.shared.emit(self, layer)
+            if y is not None:
+                return y
+        return layer.emit(LayerInputs(self, layer))
 
     def preset(self, layer, make_value: Callable[[], Tensor]) -> None:
         """Makes `make_value()` (called when first needed) the value of `layer` (of this network) instead of its

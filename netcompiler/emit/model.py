@@ -11,6 +11,7 @@ from ..backends import get_backend
 from ..network import Network
 from ..tensor import Data, Dim, Tensor, batch_dim
 from .context import EmitContext
+from .equal_layers import DEFAULT_MIN_LAYERS, SharedEmission, equal_layer_classes
 
 
 @dataclass
@@ -103,20 +104,29 @@ class CompiledNetwork(StepModel):
     """The trainer's step counter (a raw scalar variable) when training: config functions read it as RETURNN's
     `network.global_train_step` (e.g. a SpecAugment schedule)."""
 
-    def __init__(self, network: Network, seed: int = 0, backend: str = "tensorflow"):
-        """Creates the parameters; each random initializer is seeded from `seed` and the parameter's name."""
+    def __init__(self, network: Network, seed: int = 0, backend: str = "tensorflow",
+                 equal_layers_min: Optional[int] = DEFAULT_MIN_LAYERS):
+        """Creates the parameters; each random initializer is seeded from `seed` and the parameter's name.
+        Classes of at least `equal_layers_min` equal layers (None or 0: none) have their parameters in groups
+        and share one traced function, where the backend can (`equal_layers`)."""
         self.network = network
         self.backend = get_backend(backend)
         self.param_tensors: Dict[str, Tensor] = {}
         self._l2_scales: List[Tuple[str, float]] = []
         """(parameter name, the L2 factor of its layer) of the layers that set L2."""
+        classes = equal_layer_classes(network, equal_layers_min) if self.backend.supports_parameter_groups else []
+        self.shared_emission = SharedEmission(classes) if classes else None
         params = list(network.all_params())
         values = self.backend.initial_values_raw([  # all at once: a backend may draw equal ones together
             (spec.init, [d.size for d in spec.shape], spec.dtype, zlib.crc32(f"{seed}/{full}".encode()), layer.name,
              full) for full, layer, spec in params])
+        grouped = self._create_groups(classes, params, values)
         for index, (full, layer, spec) in enumerate(params):
             if layer.opts.get("L2"):
                 self._l2_scales.append((full, float(layer.opts["L2"])))
+            if full in grouped:
+                self.param_tensors[full] = Tensor(Data(full, tuple(spec.shape), spec.dtype), grouped[full])
+                continue
             trainable = spec.trainable and bool(layer.opts.get("trainable", True))
             value, values[index] = values[index], None  # (each value dropped once its parameter holds a copy)
             self.param_tensors[full] = rf.create_parameter(self.backend, full, spec.shape, init=spec.init,
@@ -129,12 +139,53 @@ class CompiledNetwork(StepModel):
         """(layers the losses read, softmax layers whose logits suffice) of an eager step (`step_losses`)."""
         self._loss_layers = tuple(layer for layer in network.all_layers() if getattr(layer, "loss", None) is not None)
 
+    def _create_groups(self, classes, params, values) -> Dict[str, Any]:
+        """The parameters of each equal-layer class, one group per parameter name: {full name: member}. Each
+        member starts from its own initial value, as it would alone."""
+        self._groups: List[List[str]] = []
+        """Per group: its members' full names, in order."""
+        index_of = {full: index for index, (full, _, _) in enumerate(params)}
+        members: Dict[str, Any] = {}
+        for layers in classes:
+            for name in sorted(layers[0].params):
+                names = [layer.param_full_name(name) for layer in layers]
+                spec = layers[0].params[name]
+                trainable = spec.trainable and bool(layers[0].opts.get("trainable", True))
+                group = self.backend.create_parameter_group_raw(
+                    names, [values[index_of[full]] for full in names], spec.dtype, trainable)
+                for full in names:
+                    values[index_of[full]] = None
+                members.update(zip(names, group))
+                self._groups.append(names)
+        return members
+
+    @property
+    def group_storages(self) -> List[Any]:
+        """The variables of the parameter groups (each holds several parameters; empty without groups)."""
+        return [self.backend.parameter_storage_raw(self.params[names[0]]) for names in self._groups]
+
+    def _step_params(self) -> Dict[str, Tensor]:
+        """The parameters as a pass reads them: each group read once (its members' values), the others as they
+        are."""
+        if not self._groups:
+            return self.param_tensors
+        params = dict(self.param_tensors)
+        for names in self._groups:
+            values = self.backend.parameter_group_values_raw([self.params[full] for full in names])
+            params.update((full, Tensor(self.param_tensors[full].data, value)) for full, value in zip(names, values))
+        return params
+
     def param(self, layer, name: str):
         return self.params[layer.param_full_name(name)]
 
     @property
     def trainable_params(self) -> List[Any]:
-        return [self.params[name] for name, t in self.param_tensors.items() if self.backend.is_trainable(t.raw)]
+        found: Dict[int, Any] = {}  # (a group's variable once, for all its members)
+        for t in self.param_tensors.values():
+            storage = self.backend.parameter_storage_raw(t.raw)
+            if self.backend.is_trainable(storage):
+                found.setdefault(id(storage), storage)
+        return list(found.values())
 
     # --- the forward pass ---------------------------------------------------------------------
     def forward(self, inputs: Dict[str, Any], lengths: Dict[str, Any], training: bool,
@@ -148,7 +199,7 @@ class CompiledNetwork(StepModel):
         run.global_train_step = self.global_train_step
         with run:
             extern = self._extern_tensors(run, inputs, lengths)
-            ctx = EmitContext(self.network, run, self.param_tensors, extern)
+            ctx = EmitContext(self.network, run, self._step_params(), extern, shared=self.shared_emission)
             ctx.logits_suffice = frozenset(id(layer) for layer in logits_suffice)
             if emit_all:
                 ctx.emit_all(keep_only)
@@ -181,7 +232,7 @@ class CompiledNetwork(StepModel):
         total = None
         with ctx.run:
             for full, l2 in self._l2_scales:
-                p = self.param_tensors[full]
+                p = ctx.params[full]
                 term = rf.reduce_sum(rf.square(p), axis=p.dims) * l2
                 total = term if total is None else total + term
         return total

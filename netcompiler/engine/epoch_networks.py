@@ -149,12 +149,14 @@ class EpochNetworks:
 
     def build_model(self, epoch: int, seed: int, backend: str, search: bool = False):
         """(the model of epoch `epoch`, its EpochNetwork)."""
+        from ..emit.equal_layers import min_layers_setting
         from ..emit.model import CompiledNetwork
         from ..network import build_network
 
         epoch_network = self.schedule.for_epoch(epoch)
         network = build_network(epoch_config(self.config, epoch_network), search=search)
-        return CompiledNetwork(network, seed=seed, backend=backend), epoch_network
+        return CompiledNetwork(network, seed=seed, backend=backend,
+                               equal_layers_min=min_layers_setting(self.config.values)), epoch_network
 
     def start(self, session, epoch: int) -> None:
         """Makes the session's model the network of `epoch` (the epoch of the checkpoint training resumes from,

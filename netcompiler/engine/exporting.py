@@ -62,6 +62,18 @@ class _ServingModule(tf.Module):
         self.serve = serve
 
 
+def _params_root(model):
+    """What holds the exported variables: the checkpoints' container, or with parameter groups
+    (`emit/equal_layers.py`) one holding each group's variable, not its members (which are not variables)."""
+    groups = getattr(model, "group_storages", ())
+    if not groups:
+        return model.checkpoint_root
+    root = tf.Module(name="network")
+    root.params = {name: raw for name, raw in model.params.items() if isinstance(raw, tf.Variable)}
+    root.param_groups = list(groups)
+    return root
+
+
 def export_saved_model(model, layer_name: str, path: str) -> Dict[str, List[str]]:
     """Writes the SavedModel of `model` (a TensorFlow `CompiledNetwork` with its parameters restored) serving
     `layer_name` to `path`, atomically (a temporary folder beside it, renamed); returns the signature's input and
@@ -80,7 +92,7 @@ def export_saved_model(model, layer_name: str, path: str) -> Dict[str, List[str]
         return outputs
 
     function = tf.function(serve, input_signature=specs, autograph=False)
-    module = _ServingModule(model.checkpoint_root, function)
+    module = _ServingModule(_params_root(model), function)
     concrete = function.get_concrete_function()
     check_export_path(path)  # again: another run may have made it meanwhile
     parent = os.path.dirname(os.path.abspath(path))

@@ -18,7 +18,7 @@ from .host_memory import bound_primitive_cache, keep_freed_host_memory
 
 # settings that only the TensorFlow backend reads or that only make sense there
 _TF_ONLY_KEYS = ("tf_session_opts", "tf_log_memory_usage", "debug_add_check_numerics_ops",
-                 "debug_add_check_numerics_on_output")
+                 "debug_add_check_numerics_on_output", "tf_equal_layers_min")
 
 
 def backend_name(config: Config) -> str:
@@ -48,6 +48,7 @@ class Session:
 
     def __init__(self, config: Config, network, log, task: str = "train"):
         set_up_process()
+        from ..emit.equal_layers import min_layers_setting
         from ..emit.model import CompiledNetwork
 
         self.config = config
@@ -79,7 +80,8 @@ class Session:
                 epoch = get_model_epoch(self.checkpoint_manager(clean=False, task=task), config, task)
                 self.model = frontend_step_model(config, self.backend, seed=seed, epoch=epoch)
             else:
-                self.model = CompiledNetwork(network, seed=seed, backend=self.backend)
+                self.model = CompiledNetwork(network, seed=seed, backend=self.backend,
+                                             equal_layers_min=min_layers_setting(config.values, sys.stderr))
         self.lock = None
 
     def scalar_writer(self, enabled: bool = True):
