@@ -10,7 +10,7 @@ import tensorflow as tf
 
 from netcompiler import load_network
 from netcompiler.config import Config
-from netcompiler.emit.equal_layers import DEFAULT_MIN_LAYERS, equal_layer_classes, min_layers_setting
+from netcompiler.emit.equal_layers import DEFAULT_MIN_LAYERS, blocks_of, equal_layer_classes, min_layers_setting
 from netcompiler.emit.model import CompiledNetwork
 from netcompiler.engine.checkpoint_reading import restore
 from netcompiler.engine.optimizers import make_optimizer
@@ -49,7 +49,7 @@ def train(model, config, batches):
 
 
 def step_graph_nodes(trainer):
-    inputs, lengths = ragged_batches(1)[0]
+    """Nodes of the traced train step's graph and of the functions it calls."""
     concrete = trainer.train_step.function.get_concrete_function(*trainer.signature)
     return len(concrete.graph.as_graph_def().node) + sum(len(f.node_def) for f in
                                                           concrete.graph.as_graph_def().library.function)
@@ -72,19 +72,49 @@ def test_layers_differing_in_an_option_that_changes_the_computation_are_not_equa
     assert [[layer.name for layer in members] for members in classes] == [["l1", "l2", "l4"]]
 
 
+def test_a_chain_is_cut_into_blocks_of_consecutive_layers_and_parallel_layers_stay_apart():
+    network = build_network(chain(20))
+    [members] = equal_layer_classes(network, 2)
+    assert [[layer.name for layer in block] for block in blocks_of(members, 8)] == \
+        [[f"l{i}" for i in range(1, 9)], [f"l{i}" for i in range(9, 17)], [f"l{i}" for i in range(17, 21)]]
+    config = chain(1)
+    config.values["network"].update({f"side{i}": {"class": "linear", "n_out": 6, "activation": "relu",
+                                                  "dropout": 0.0, "from": "l0", "is_output_layer": True} for i in range(3)})
+    [members] = equal_layer_classes(build_network(config), 2)  # l1 and the side layers all read l0
+    assert [[layer.name for layer in block] for block in blocks_of(members, 8)] == \
+        [["l1"], ["side0"], ["side1"], ["side2"]]
+
+
 # --- what they compute ------------------------------------------------------------------------------------------
 def test_grouped_training_gives_the_written_out_networks_objectives_and_parameters():
-    config = chain(6, l2=0.01)
+    config = chain(11, l2=0.01)  # l1..l11: blocks of 8 and 3
     written, grouped = (CompiledNetwork(build_network(config), seed=3, equal_layers_min=m) for m in (0, 2))
     assert type(grouped.params["l3/W"]).__name__ == "GroupMember"
-    assert len(grouped.trainable_params) == len(written.trainable_params) - 2 * 5  # l1..l6: 2 groups, not 12
-    expected, written_trainer = train(written, config, ragged_batches())
-    got, grouped_trainer = train(grouped, config, ragged_batches())
+    assert len(grouped.trainable_params) == len(written.trainable_params) - 2 * 10  # l1..l11: 2 groups, not 22
+    expected, _ = train(written, config, ragged_batches())
+    got, _ = train(grouped, config, ragged_batches())
     np.testing.assert_allclose(got, expected, rtol=1e-5)
     for name in written.params:
         np.testing.assert_allclose(grouped.params[name].numpy(), written.params[name].numpy(), atol=1e-5,
                                    err_msg=name)
-    assert step_graph_nodes(grouped_trainer) < step_graph_nodes(written_trainer)
+
+
+def test_the_step_graph_of_a_grouped_chain_holds_a_block_once():
+    config = chain(40)
+    nodes = [step_graph_nodes(Trainer(CompiledNetwork(build_network(config), equal_layers_min=m),
+                                      make_optimizer(config.values), None)) for m in (0, 2)]
+    assert nodes[1] < nodes[0] / 2, nodes  # the functions' bodies (8 layers, and their gradient) counted too
+
+
+def test_eval_steps_trace_their_own_functions_without_dropout():
+    config = chain(11, dropout=0.3)  # l1..l11: blocks of 8 and 3
+    written, grouped = (CompiledNetwork(build_network(config), seed=3, equal_layers_min=m) for m in (0, 2))
+    objectives = []
+    for model in (written, grouped):
+        trainer = Trainer(model, make_optimizer(config.values), None)
+        trainer.train_step.function.get_concrete_function(*trainer.signature)  # the train step's trace first
+        objectives.append([float(trainer.eval_step(inputs, lengths)[1]) for inputs, lengths in ragged_batches()])
+    np.testing.assert_allclose(objectives[1], objectives[0], rtol=1e-5)
 
 
 def test_dropout_in_a_shared_function_draws_a_mask_per_layer():

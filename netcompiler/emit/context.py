@@ -86,7 +86,7 @@ class EmitContext:
                  search: Optional[SearchStep] = None, shared=None):
         self.network = network
         self.shared = shared
-        """The `equal_layers.SharedEmission` of this pass's network (top level only), or None."""
+        """The `equal_layers.SharedPass` of this pass's network (top level only), or None."""
         self.run = run
         self.params = params
         self.extern = extern

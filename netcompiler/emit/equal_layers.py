@@ -5,7 +5,9 @@ On a backend that has them, each class of many equal layers gets its parameters 
 per parameter name: `CompiledNetwork`) and is emitted as calls of one traced function (`SharedEmission`): a
 graph then grows by a few nodes per layer instead of the ~30 a written-out linear layer and its update take, which
 is what builds a 5000-layer chain in a minute (benchmarks/README.md, "chain_floor.py"). A class of fewer than
-`min_layers` layers stays written out: a call per layer costs a little time and memory in the step.
+`min_layers` layers stays written out: the functions' steps keep more for the backward pass (TensorFlow derives a
+function's gradient from its graph and keeps what that gradient reads: on a 400-layer chain the peak was 1.48x,
+at the same speed and a third less build time; benchmarks/README.md, session 21).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from ..tensor import Data, Tensor
 SHAREABLE_CLASSES = frozenset({"linear"})
 """Layer classes whose emission reads only their sources, parameters and options (no state, no other layers)."""
 
-DEFAULT_MIN_LAYERS = 256
+DEFAULT_MIN_LAYERS = 1024
 """Fewest equal layers that are grouped and share a function, unless the config says (`tf_equal_layers_min`)."""
 
 CONFIG_KEY = "tf_equal_layers_min"
@@ -78,42 +80,88 @@ def equal_layer_classes(network, min_layers: int) -> List[List[Any]]:
     return [members for members in classes.values() if len(members) >= min_layers]
 
 
+BLOCK_LAYERS = 8
+"""Most consecutive layers of a chain one call computes: a call costs ~0.25 ms of TensorFlow's time per step,
+forward and backward; a call per layer made a 400-layer chain's step 20% slower (benchmarks/README.md,
+session 21)."""
+
+
+def blocks_of(members: List[Any], size: int = BLOCK_LAYERS) -> List[List[Any]]:
+    """`members` (of one class, in build order) cut into blocks: runs of up to `size` layers each reading only
+    the layer before it."""
+    blocks: List[List[Any]] = []
+    for layer in members:
+        if blocks and len(blocks[-1]) < size and layer.sources == [blocks[-1][-1]]:
+            blocks[-1].append(layer)
+        else:
+            blocks.append([layer])
+    return blocks
+
+
 class SharedEmission:
-    """Emits the layers of equal-layer classes as calls of one traced function per class and pass: the first
-    layer's emission, traced with its sources and parameters as the function's arguments."""
+    """How the layers of equal-layer classes are emitted: each class cut into blocks of consecutive layers
+    (`blocks_of`), every block a call of the class's function for blocks of its length (the first such block's
+    emission, traced with its inputs and parameters as arguments). `for_pass` gives the state of one pass."""
 
     def __init__(self, classes: List[List[Any]]):
-        self._class_of = {id(layer): members[0] for members in classes for layer in members}
-        self._functions: Dict[int, Any] = {}
-        """Per class (id of its first layer): the backend's traced function of this pass."""
+        self._block_of: Dict[int, Tuple[List[Any], List[Any]]] = {}
+        """id(layer) -> (its block, the first block of the same class and length: what the function traces)."""
+        for members in classes:
+            traced: Dict[int, List[Any]] = {}
+            for block in blocks_of(members):
+                traced.setdefault(len(block), block)
+                self._block_of.update((id(layer), (block, traced[len(block)])) for layer in block)
 
     def covers(self, layer) -> bool:
-        return id(layer) in self._class_of
+        return id(layer) in self._block_of
+
+    def for_pass(self) -> "SharedPass":
+        return SharedPass(self._block_of)
+
+
+class SharedPass:
+    """The functions traced in one pass (a train step's trace, an eval step's: each its own) and the outputs of
+    the blocks emitted so far."""
+
+    def __init__(self, block_of: Dict[int, Tuple[List[Any], List[Any]]]):
+        self._block_of = block_of
+        self._functions: Dict[int, Any] = {}
+        """id(first layer of the traced block) -> the backend's function."""
+        self._outputs: Dict[int, Any] = {}
+        """id(layer) -> its raw output, for the layers of blocks already called."""
+
+    def covers(self, layer) -> bool:
+        return id(layer) in self._block_of
 
     def emit(self, ctx, layer) -> Optional[Tensor]:
-        """`layer`'s output as a call of its class's function, or None where the backend has none (eager)."""
-        first = self._class_of[id(layer)]
-        function = self._functions.get(id(first))
-        if function is None:
-            function = ctx.run.backend.shared_function_raw(lambda *raws: self._trace(ctx, first, raws))
+        """`layer`'s output from a call of its block's function, or None where the backend has none (eager)."""
+        if id(layer) not in self._outputs:
+            block, traced = self._block_of[id(layer)]
+            function = self._functions.get(id(traced[0]))
             if function is None:
-                return None
-            self._functions[id(first)] = function
-        names = sorted(layer.params)
-        raws = [ctx.value_for(layer, source).raw for source in layer.sources] + \
-            [ctx.param(layer, name).raw for name in names]
-        return Tensor(layer.output, function(*raws))
+                function = ctx.run.backend.shared_function_raw(lambda *raws: _block_body(ctx, traced, raws))
+                if function is None:
+                    return None
+                self._functions[id(traced[0])] = function
+            raws = [ctx.value_for(block[0], source).raw for source in block[0].sources]
+            raws += [ctx.param(member, name).raw for member in block for name in sorted(member.params)]
+            outputs = function(*raws)
+            self._outputs.update((id(member), raw) for member, raw in zip(block, outputs))
+        return Tensor(layer.output, self._outputs.pop(id(layer)))
 
-    @staticmethod
-    def _trace(ctx, first, raws):
-        """The body of the class's function: `first`'s emission on the given sources and parameters."""
-        from .context import EmitContext, LayerInputs, conform_to_template
 
-        sources, params = raws[:len(first.sources)], raws[len(first.sources):]
-        names = sorted(first.params)
-        own = {first.param_full_name(name): Tensor(ctx.param(first, name).data, raw)
-               for name, raw in zip(names, params)}
-        scratch = EmitContext(first.network, ctx.run, own, {})
-        for source, raw in zip(first.sources, sources):
-            scratch.preset(source, lambda source=source, raw=raw: Tensor(source.output, raw))
-        return conform_to_template(first, first.emit(LayerInputs(scratch, first)), ctx.run.backend).raw
+def _block_body(ctx, block: List[Any], raws) -> List[Any]:
+    """A block's function: its layers' emissions, the first one's sources and every layer's parameters (in
+    order, each layer's by name) given as `raws`; returns every layer's output."""
+    from .context import EmitContext
+
+    first = block[0]
+    sources, params = raws[:len(first.sources)], list(raws[len(first.sources):])
+    own = {}
+    for layer in block:
+        for name in sorted(layer.params):
+            own[layer.param_full_name(name)] = Tensor(ctx.param(layer, name).data, params.pop(0))
+    scratch = EmitContext(first.network, ctx.run, own, {})
+    for source, raw in zip(first.sources, sources):
+        scratch.preset(source, lambda source=source, raw=raw: Tensor(source.output, raw))
+    return [scratch.value(layer).raw for layer in block]

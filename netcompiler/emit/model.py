@@ -199,7 +199,8 @@ class CompiledNetwork(StepModel):
         run.global_train_step = self.global_train_step
         with run:
             extern = self._extern_tensors(run, inputs, lengths)
-            ctx = EmitContext(self.network, run, self._step_params(), extern, shared=self.shared_emission)
+            shared = None if self.shared_emission is None else self.shared_emission.for_pass()
+            ctx = EmitContext(self.network, run, self._step_params(), extern, shared=shared)
             ctx.logits_suffice = frozenset(id(layer) for layer in logits_suffice)
             if emit_all:
                 ctx.emit_all(keep_only)
