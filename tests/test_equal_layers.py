@@ -43,8 +43,8 @@ def ragged_batches(count=3):
     return batches
 
 
-def train(model, config, batches):
-    trainer = Trainer(model, make_optimizer(config.values), None)
+def train(model, config, batches, **settings):
+    trainer = Trainer(model, make_optimizer(config.values), None, **settings)
     return [float(trainer.train_step(inputs, lengths)[1]) for inputs, lengths in batches], trainer
 
 
@@ -70,6 +70,9 @@ def test_layers_differing_in_an_option_that_changes_the_computation_are_not_equa
     config.values["network"]["l2"]["forward_weights_init"] = "zeros"  # only the initial value: still equal
     classes = equal_layer_classes(build_network(config), 2)
     assert [[layer.name for layer in members] for members in classes] == [["l1", "l2", "l4"]]
+    config.values["network"]["l4"]["trainable"] = False  # its parameters cannot share a group with trained ones
+    classes = equal_layer_classes(build_network(config), 2)
+    assert [[layer.name for layer in members] for members in classes] == [["l1", "l2"]]
 
 
 def test_a_chain_is_cut_into_blocks_of_consecutive_layers_and_parallel_layers_stay_apart():
@@ -86,13 +89,14 @@ def test_a_chain_is_cut_into_blocks_of_consecutive_layers_and_parallel_layers_st
 
 
 # --- what they compute ------------------------------------------------------------------------------------------
-def test_grouped_training_gives_the_written_out_networks_objectives_and_parameters():
+@pytest.mark.parametrize("settings", [{}, {"maximize_grad_norm": 0.5}], ids=["plain", "maximize_grad_norm"])
+def test_grouped_training_gives_the_written_out_networks_objectives_and_parameters(settings):
     config = chain(11, l2=0.01)  # l1..l11: blocks of 8 and 3
     written, grouped = (CompiledNetwork(build_network(config), seed=3, equal_layers_min=m) for m in (0, 2))
     assert type(grouped.params["l3/W"]).__name__ == "GroupMember"
     assert len(grouped.trainable_params) == len(written.trainable_params) - 2 * 10  # l1..l11: 2 groups, not 22
-    expected, _ = train(written, config, ragged_batches())
-    got, _ = train(grouped, config, ragged_batches())
+    expected, _ = train(written, config, ragged_batches(), **settings)
+    got, _ = train(grouped, config, ragged_batches(), **settings)
     np.testing.assert_allclose(got, expected, rtol=1e-5)
     for name in written.params:
         np.testing.assert_allclose(grouped.params[name].numpy(), written.params[name].numpy(), atol=1e-5,

@@ -24,7 +24,7 @@ DEFAULT_MIN_LAYERS = 1024
 
 CONFIG_KEY = "tf_equal_layers_min"
 
-_NOT_EMISSION = frozenset({"from", "L2", "is_output_layer", "forward_weights_init", "bias_init", "trainable"})
+_NOT_EMISSION = frozenset({"from", "L2", "is_output_layer", "forward_weights_init", "bias_init"})
 """Options that do not change what the layer computes from its inputs and parameters (initial values, the
 L2 term, being an output: all outside the emission)."""
 
