@@ -324,6 +324,12 @@ class Backend:
         raise _missing(cls, "while_loop_raw")
 
     @classmethod
+    def shared_function_raw(cls, fn: Callable[..., Any]) -> Optional[Callable[..., Any]]:
+        """`fn` (raw tensors -> raw tensors) traced once and called for each use, or None where the framework
+        has no such functions (eager execution): callers then compute inline."""
+        return None
+
+    @classmethod
     def scan_raw(cls, step: Callable[[Any, Any], Any], elems: Any, initial: Any) -> Any:
         """Like tf.scan over axis 0 of the nest `elems`; returns the stacked states."""
         raise _missing(cls, "scan_raw")
@@ -396,12 +402,6 @@ class Backend:
         """What holds parameter `raw`'s value (its group's variable for a group member): what gradients are taken
         of and optimizers update."""
         return raw
-
-    @classmethod
-    def shared_function_raw(cls, fn: Callable[..., Any]) -> Optional[Callable[..., Any]]:
-        """`fn` (raw tensors -> a raw tensor) traced once and called for each use, or None where the framework
-        has no such functions (eager execution): callers then compute inline."""
-        return None
 
     @classmethod
     def name_scope_raw(cls, name: str):

@@ -406,6 +406,14 @@ class CoreOps:
         return tf.while_loop(cond, body, initial, shape_invariants=invariants)
 
     @classmethod
+    def shared_function_raw(cls, fn):
+        """Inside a traced step: `fn` as a `tf.function` that stays a function call in the graph (not inlined),
+        so its ops exist once however often it is called."""
+        if tf.executing_eagerly():
+            return None
+        return tf.function(fn, autograph=False, experimental_attributes={"_noinline": True})
+
+    @classmethod
     def scan_raw(cls, step, elems, initial) -> Any:
         return tf.scan(step, elems, initializer=initial)
 

@@ -71,14 +71,6 @@ class ParamOps:
         return getattr(raw, "storage", raw)
 
     @classmethod
-    def shared_function_raw(cls, fn):
-        """Inside a traced step: `fn` as a `tf.function` that stays a function call in the graph (not inlined),
-        so its ops exist once however often it is called."""
-        if tf.executing_eagerly():
-            return None
-        return tf.function(fn, autograph=False, experimental_attributes={"_noinline": True})
-
-    @classmethod
     def is_trainable(cls, raw: Any) -> bool:
         return bool(getattr(raw, "trainable", False))
 
