@@ -38,7 +38,7 @@ def _layout(data: Data) -> Tuple[Any, ...]:
 
 def emission_key(layer) -> Optional[Hashable]:
     """What two layers share when they compute the same function, or None for a layer that cannot share."""
-    if layer.layer_class not in SHAREABLE_CLASSES or getattr(layer, "loss", None) is not None \
+    if layer.layer_class not in SHAREABLE_CLASSES or layer.loss is not None \
             or layer.opts.get("reuse_params") or layer.opts.get("batch_norm"):
         return None
     options = tuple(sorted((key, repr(value)) for key, value in layer.opts.items() if key not in _NOT_EMISSION))
@@ -52,11 +52,12 @@ def min_layers_setting(values: Dict[str, Any], log=None) -> int:
     0 where `gradient_clip_norm` is set: it clips each parameter's gradient by its own norm, which a group's one
     gradient would change (a notice says so when the config also set the key)."""
     from ..errors import InvalidOptionError
+    from ..limits import is_int
 
     value = values.get(CONFIG_KEY, DEFAULT_MIN_LAYERS)
     if value is None or value is False:
         return 0
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0 or value == 1:
+    if not is_int(value) or value < 0 or value == 1:
         raise InvalidOptionError(f"expected an int >= 2 (the fewest equal layers that share parameter groups and "
                                  f"one traced function) or 0 for never, not {value!r}", subject=f"config key "
                                  f"'{CONFIG_KEY}'", suggestion=f"e.g. {DEFAULT_MIN_LAYERS} (the default), or 0")
@@ -112,9 +113,6 @@ class SharedEmission:
                 traced.setdefault(len(block), block)
                 self._block_of.update((id(layer), (block, traced[len(block)])) for layer in block)
 
-    def covers(self, layer) -> bool:
-        return id(layer) in self._block_of
-
     def for_pass(self) -> "SharedPass":
         return SharedPass(self._block_of)
 
@@ -156,11 +154,9 @@ def _block_body(ctx, block: List[Any], raws) -> List[Any]:
     from .context import EmitContext
 
     first = block[0]
-    sources, params = raws[:len(first.sources)], list(raws[len(first.sources):])
-    own = {}
-    for layer in block:
-        for name in sorted(layer.params):
-            own[layer.param_full_name(name)] = Tensor(ctx.param(layer, name).data, params.pop(0))
+    sources, params = raws[:len(first.sources)], iter(raws[len(first.sources):])
+    own = {layer.param_full_name(name): Tensor(ctx.param(layer, name).data, next(params))
+           for layer in block for name in sorted(layer.params)}
     scratch = EmitContext(first.network, ctx.run, own, {})
     for source, raw in zip(first.sources, sources):
         scratch.preset(source, lambda source=source, raw=raw: Tensor(source.output, raw))

@@ -96,6 +96,11 @@ def _layers_of_loss(layer) -> List[Any]:
     return found
 
 
+def _is_trained(layer, spec) -> bool:
+    """Whether training changes this parameter of `layer`: its spec and the layer's `trainable` say so."""
+    return spec.trainable and bool(layer.opts.get("trainable", True))
+
+
 class CompiledNetwork(StepModel):
     """One parameter per layer parameter, named "<layer>/<param>" (e.g. "lstm/W", "output/b"; in a rec unit
     "<rec>/rec/<inner>/<param>", see `LayerBase.param_scope`), on a backend."""
@@ -120,14 +125,15 @@ class CompiledNetwork(StepModel):
         values = self.backend.initial_values_raw([  # all at once: a backend may draw equal ones together
             (spec.init, [d.size for d in spec.shape], spec.dtype, zlib.crc32(f"{seed}/{full}".encode()), layer.name,
              full) for full, layer, spec in params])
-        grouped = self._create_groups(classes, params, values)
+        grouped, self._groups = self._create_groups(classes, params, values)
+        """Per parameter group: its members' full names, in order."""
         for index, (full, layer, spec) in enumerate(params):
             if layer.opts.get("L2"):
                 self._l2_scales.append((full, float(layer.opts["L2"])))
             if full in grouped:
                 self.param_tensors[full] = Tensor(Data(full, tuple(spec.shape), spec.dtype), grouped[full])
                 continue
-            trainable = spec.trainable and bool(layer.opts.get("trainable", True))
+            trainable = _is_trained(layer, spec)
             value, values[index] = values[index], None  # (each value dropped once its parameter holds a copy)
             self.param_tensors[full] = rf.create_parameter(self.backend, full, spec.shape, init=spec.init,
                                                            dtype=spec.dtype, trainable=trainable, initial_value=value)
@@ -139,25 +145,24 @@ class CompiledNetwork(StepModel):
         """(layers the losses read, softmax layers whose logits suffice) of an eager step (`step_losses`)."""
         self._loss_layers = tuple(layer for layer in network.all_layers() if getattr(layer, "loss", None) is not None)
 
-    def _create_groups(self, classes, params, values) -> Dict[str, Any]:
-        """The parameters of each equal-layer class, one group per parameter name: {full name: member}. Each
-        member starts from its own initial value, as it would alone."""
-        self._groups: List[List[str]] = []
-        """Per group: its members' full names, in order."""
+    def _create_groups(self, classes, params, values) -> Tuple[Dict[str, Any], List[List[str]]]:
+        """The parameters of each equal-layer class, one group per parameter name: ({full name: member}, per
+        group its members' full names in order). Each member starts from its own initial value, as it would
+        alone."""
+        groups: List[List[str]] = []
         index_of = {full: index for index, (full, _, _) in enumerate(params)}
         members: Dict[str, Any] = {}
         for layers in classes:
             for name in sorted(layers[0].params):
                 names = [layer.param_full_name(name) for layer in layers]
                 spec = layers[0].params[name]
-                trainable = spec.trainable and bool(layers[0].opts.get("trainable", True))
                 group = self.backend.create_parameter_group_raw(
-                    names, [values[index_of[full]] for full in names], spec.dtype, trainable)
+                    names, [values[index_of[full]] for full in names], spec.dtype, _is_trained(layers[0], spec))
                 for full in names:
                     values[index_of[full]] = None
                 members.update(zip(names, group))
-                self._groups.append(names)
-        return members
+                groups.append(names)
+        return members, groups
 
     @property
     def group_storages(self) -> List[Any]:

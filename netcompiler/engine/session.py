@@ -80,8 +80,9 @@ class Session:
                 epoch = get_model_epoch(self.checkpoint_manager(clean=False, task=task), config, task)
                 self.model = frontend_step_model(config, self.backend, seed=seed, epoch=epoch)
             else:
+                equal_layers_min = 0 if self.torch else min_layers_setting(config.values, sys.stderr)
                 self.model = CompiledNetwork(network, seed=seed, backend=self.backend,
-                                             equal_layers_min=min_layers_setting(config.values, sys.stderr))
+                                             equal_layers_min=equal_layers_min)
         self.lock = None
 
     def scalar_writer(self, enabled: bool = True):

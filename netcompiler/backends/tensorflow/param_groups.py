@@ -55,9 +55,6 @@ class GroupMember(_Trackable):
     def numpy(self) -> np.ndarray:
         return self.value().numpy()
 
-    def __array__(self, dtype=None):
-        return np.asarray(self.numpy(), dtype=dtype)
-
     def assign(self, value: Any, read_value: bool = True) -> Any:
         """Sets this member's slice to `value` (the update op in a graph, None when eager with read_value False)."""
         return self._scatter(self.storage.scatter_update, value, read_value)
