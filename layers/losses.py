@@ -212,25 +212,39 @@ class CrossEntropyLoss(FramewiseLoss):
         """Per frame; `logits` are those a softmax recorded, else log(max(p, 1e-20)) of the output p, which (as in
         RETURNN) is not normalised again: the loss is then -sum(target * log p)."""
         classes = self.layer.output.feature_dim
-        sparse = tgt.sparse_dim is not None
         smoothing, focal = float(self.opts["label_smoothing"]), float(self.opts["focal_loss_factor"])
-        dense = self.dense_target(tgt, logits.dtype) if smoothing or focal or not sparse else None
-        if smoothing:
-            dist = (1.0 - smoothing) * dense + smoothing / (classes.size - 1) * (1.0 - dense)
+        if tgt.sparse_dim is not None:
+            losses, log_p_target = self.sparse_losses(logits, tgt, smoothing)
+            p_target = rf.exp(log_p_target()) if focal else None
         else:
-            dist = tgt if sparse else dense
-        if self.normalized:
-            losses = -rf.reduce_sum((rf.one_hot(dist, dtype=logits.dtype) if dist.sparse_dim else dist) * logits,
-                                    axis=classes)
-        else:
-            losses = rf.softmax_cross_entropy_with_logits(logits=logits, targets=dist, axis=classes)
-        if smoothing and sparse:
-            losses = losses - smoothed_target_entropy(smoothing, classes.size)
+            dense = self.dense_target(tgt, logits.dtype)
+            dist = (1.0 - smoothing) * dense + smoothing / (classes.size - 1) * (1.0 - dense) if smoothing else dense
+            losses = (-rf.reduce_sum(dist * logits, axis=classes) if self.normalized
+                      else rf.softmax_cross_entropy_with_logits(logits=logits, targets=dist, axis=classes))
+            if focal:
+                probs = rf.exp(logits) if self.normalized else rf.softmax(logits, axis=classes)
+                p_target = rf.reduce_sum(dense * probs, axis=classes)
         if focal:
-            probs = rf.exp(logits) if self.normalized else rf.softmax(logits, axis=classes)
-            p_target = rf.reduce_sum(dense * probs, axis=classes)
             losses = losses * (1.0 - p_target) ** focal
         return losses, argmax_errors(logits, tgt, classes)
+
+    def sparse_losses(self, logits, tgt, smoothing):
+        """(per-frame losses, a function giving log p of each frame's target class) for class-index targets, without
+        a one-hot target: with label smoothing s over C classes the loss is -(s / (C - 1)) sum_c log p_c -
+        (1 - s - s / (C - 1)) log p_target, minus the smoothed target's entropy (no [frames, C] target tensor)."""
+        classes = self.layer.output.feature_dim
+        log_probs = logits if self.normalized else None
+        if smoothing or log_probs is not None:
+            log_probs = log_probs if log_probs is not None else rf.log_softmax(logits, axis=classes)
+            target = rf.gather(log_probs, indices=tgt, axis=classes, clip_to_valid=True)
+            low = smoothing / (classes.size - 1)
+            losses = -(1.0 - smoothing - low) * target
+            if smoothing:
+                losses = losses - low * rf.reduce_sum(log_probs, axis=classes) - smoothed_target_entropy(
+                    smoothing, classes.size)
+            return losses, lambda: target
+        return (rf.softmax_cross_entropy_with_logits(logits=logits, targets=tgt, axis=classes),
+                lambda: rf.gather(rf.log_softmax(logits, axis=classes), indices=tgt, axis=classes, clip_to_valid=True))
 
 
 def smoothed_target_entropy(smoothing: float, classes: int) -> float:

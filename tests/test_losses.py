@@ -6,6 +6,8 @@ import pytest
 import tensorflow as tf
 
 from layer_harness import random_batch
+from loss_runner import BACKENDS, compile_on, params_of
+from loss_runner import loss_of as generic_loss_of
 from netcompiler.emit.model import CompiledNetwork
 from netcompiler.errors import ConfigError
 from netcompiler.network import build_from_dict
@@ -82,24 +84,60 @@ def ce_reference(logits, target, sparse, smoothing=0.0, focal=0.0):
 
 CE_CASES = {
     "sparse": ({}, "classes"),
+    "smoothing": ({"label_smoothing": 0.1}, "classes"),
     "smoothing-focal": ({"label_smoothing": 0.1, "focal_loss_factor": 2.0}, "classes"),
+    "focal": ({"focal_loss_factor": 2.0}, "classes"),
     "dense": ({}, "probs"),
     "dense-smoothing-focal": ({"label_smoothing": 0.2, "focal_loss_factor": 1.5}, "probs"),
 }
 
 
+def ce_run(backend, net, seed=0):
+    """(model, inputs, lengths, float64 parameters) of `net` on `backend`, with frame_batch's ragged batch."""
+    network, model = compile_on(backend, net, EXTERN)
+    inputs, lengths = frame_batch(network, seed)
+    return model, inputs, lengths, params_of(model)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("name", list(CE_CASES))
-def test_ce_matches_numpy(name):
+def test_ce_matches_numpy(backend, name):
     opts, target = CE_CASES[name]
-    network, model = compile_net(layer("softmax", "ce", target=target, loss_opts=opts))
-    inputs, lengths = frame_batch(network)
-    loss_sum, error_sum, frames = loss_of(model, "output", inputs, lengths)
-    logits = sequences(linear_np(model, inputs["data"]), LENGTHS)
+    model, inputs, lengths, params = ce_run(backend, layer("softmax", "ce", target=target, loss_opts=opts))
+    loss_sum, error_sum, frames = generic_loss_of(model, "output", inputs, lengths)
+    logits = sequences(inputs["data"] @ params["output/W"] + params["output/b"], LENGTHS)
     targets = sequences(inputs[target], LENGTHS)
     want = np.sum([ce_reference(z, t, target == "classes", opts.get("label_smoothing", 0.0),
                                 opts.get("focal_loss_factor", 0.0)) for z, t in zip(logits, targets)], axis=0)
     np.testing.assert_allclose([loss_sum, error_sum], want, rtol=1e-5)
     assert frames == LENGTHS.sum()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("smoothing", [0.0, 0.2])
+def test_ce_gradient_is_softmax_minus_smoothed_target(backend, smoothing):
+    """d loss / d logits = softmax - (smoothed) target on every valid frame, nothing from the padding: the sparse
+    path never builds a one-hot target, so the gradient of its sum and gather is checked against the dense form."""
+    net = layer("softmax", "ce", loss_opts={"label_smoothing": smoothing})
+    model, inputs, lengths, params = ce_run(backend, net)
+    grad_b = bias_gradient(model, inputs, lengths)
+    want = np.zeros(K)
+    for z, t in zip(sequences(inputs["data"] @ params["output/W"] + params["output/b"], LENGTHS),
+                    sequences(inputs["classes"], LENGTHS)):
+        hot = np.eye(K)[t]
+        want += (np.exp(log_softmax(z)) - ((1 - smoothing) * hot + smoothing / (K - 1) * (1 - hot))).sum(0)
+    np.testing.assert_allclose(grad_b, want, rtol=1e-4, atol=1e-6)
+
+
+def bias_gradient(model, inputs, lengths):
+    """The gradient of the output layer's loss sum w.r.t. its bias, as NumPy."""
+    bias = model.params["output/b"]
+    if model.backend.name == "torch":
+        model.losses(model.forward(inputs, lengths, training=False))[0].loss_sum.backward()
+        return bias.grad.numpy()
+    with tf.GradientTape() as tape:
+        value = model.losses(model.forward(inputs, lengths, training=False))[0].loss_sum
+    return tape.gradient(value, bias).numpy()
 
 
 def test_ce_uses_recorded_logits_where_softmax_saturates():
@@ -117,13 +155,14 @@ def test_ce_uses_recorded_logits_where_softmax_saturates():
     assert np.isfinite(clipped) and clipped < want
 
 
-def test_ce_of_probabilities_equals_ce_of_logits():
-    net = layer("softmax", "ce")
-    net["copy"] = {"class": "copy", "from": "output", "loss": "ce"}
-    network, model = compile_net(net)
-    inputs, lengths = frame_batch(network)
-    np.testing.assert_allclose(loss_of(model, "copy", inputs, lengths), loss_of(model, "output", inputs, lengths),
-                               rtol=1e-5)
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("opts", [{}, {"label_smoothing": 0.1}, {"label_smoothing": 0.1, "focal_loss_factor": 2.0}])
+def test_ce_of_probabilities_equals_ce_of_logits(backend, opts):
+    net = layer("softmax", "ce", loss_opts=opts)
+    net["copy"] = {"class": "copy", "from": "output", "loss": "ce", "loss_opts": opts}
+    model, inputs, lengths, _ = ce_run(backend, net)
+    np.testing.assert_allclose(generic_loss_of(model, "copy", inputs, lengths),
+                               generic_loss_of(model, "output", inputs, lengths), rtol=1e-5)
 
 
 def test_ce_lengths_of_output_and_target_must_agree():
