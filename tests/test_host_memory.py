@@ -1,7 +1,8 @@
-"""A compile-net run keeps freed host memory for the next step (engine/host_memory.py, set by `Session`): the
-PyTorch train steps of a BLSTM after the first few fault no pages in, where with glibc's defaults each faults in
-tens of MB again; and oneDNN's primitive cache is bounded (unless the environment sizes it). Each case runs in a
-process of its own, since malloc's settings and oneDNN's cache are the process's."""
+"""A compile-net run puts PyTorch's large tensors in huge pages (engine/host_memory.py, set by `Session`): the
+PyTorch train steps of a BLSTM fault a few hundred pages in, where with 4 KB pages each faults in tens of thousands
+(its LSTM workspaces, mapped and unmapped by malloc in every step); and oneDNN's primitive cache is bounded (unless
+the environment sizes it). Each case runs in a process of its own, since PyTorch reads the variable at its first
+allocation and oneDNN its cache size at its first primitive."""
 
 import os
 import subprocess
@@ -9,10 +10,12 @@ import sys
 
 import pytest
 
+from netcompiler.engine import host_memory
+
 pytest.importorskip("torch", reason="PyTorch is not installed (pip install -e '.[torch]')")
 
 # Prints the median page faults of 5 train steps of a BLSTM (2 x 128 per direction, 500 classes, 16 x 200
-# frames) after 3 warm-up steps; with argument "keep" after `keep_freed_host_memory`, as compile-net runs.
+# frames) after 3 warm-up steps; with argument "set-up" after `set_up_process`, as compile-net runs.
 SCRIPT = '''
 import resource, sys
 import numpy as np
@@ -21,12 +24,12 @@ from netcompiler.builtin import load_builtin_layers
 from netcompiler.config import Config
 from netcompiler.emit.model import CompiledNetwork
 from netcompiler.engine import torch_trainer
-from netcompiler.engine.host_memory import keep_freed_host_memory
+from netcompiler.engine.session import set_up_process
 from netcompiler.engine.torch_optimizers import make_torch_optimizer
 from netcompiler.network import build_network
 
-if sys.argv[1] == "keep":
-    assert keep_freed_host_memory()
+if sys.argv[1] == "set-up":
+    set_up_process()
 torch.set_num_threads(1)
 load_builtin_layers()
 net = {}
@@ -52,27 +55,43 @@ print(sorted(faults[3:])[2])
 '''
 
 
+def environment_without(*names):
+    """This process's environment without the variables `names` (an earlier test's set_up_process may have set
+    them here)."""
+    return {key: value for key, value in os.environ.items() if key not in names}
+
+
 def page_faults_per_step(case):
-    run = subprocess.run([sys.executable, "-c", SCRIPT, case], capture_output=True, text=True, timeout=300)
+    run = subprocess.run([sys.executable, "-c", SCRIPT, case], capture_output=True, text=True, timeout=300,
+                         env=environment_without(host_memory.HUGE_PAGES_VARIABLE))
     assert run.returncode == 0, run.stderr
     return int(run.stdout.split()[-1])
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc settings")
-def test_train_steps_fault_no_memory_in_again():
+def transparent_huge_pages():
+    """The kernel's transparent huge page mode (always, madvise or never), None where it does not say."""
+    try:
+        with open("/sys/kernel/mm/transparent_hugepage/enabled") as f:
+            return f.read().split("[")[1].split("]")[0]
+    except (OSError, IndexError):
+        return None
+
+
+@pytest.mark.skipif(transparent_huge_pages() not in ("always", "madvise"), reason="no transparent huge pages")
+def test_train_steps_fault_fewer_pages_in():
     default = page_faults_per_step("default")
-    assert default > 1000  # glibc's defaults give memory back between the steps (10-40 thousand faults here)
-    # kept: usually 0-3 faults per step; right after other processes' multi-GB runs, a few hundred were seen
-    assert page_faults_per_step("keep") < min(1000, default // 10)
+    assert default > 5000  # 4 KB pages: the LSTM workspaces fault in again in every step (~10 thousand here)
+    # huge pages: 1.7-3 thousand here (the ends of each block that no whole huge page covers, and the heap's)
+    assert page_faults_per_step("set-up") < default // 2
 
 
-def test_every_compile_net_run_keeps_freed_memory(monkeypatch, tmp_path):
+def test_every_compile_net_run_sets_up_its_process(monkeypatch, tmp_path):
     from netcompiler.config import load_config
     from netcompiler.engine import session
     from netcompiler.network import build_network
 
     calls = []
-    monkeypatch.setattr(session, "keep_freed_host_memory", lambda: calls.append(1))
+    monkeypatch.setattr(session, "large_tensors_in_huge_pages", lambda: calls.append(1))
     path = tmp_path / "c.py"
     path.write_text('backend = "torch"\nextern_data = {"data": {"dim": 3}, "classes": {"dim": 4, "sparse": True}}\n'
                     'network = {"output": {"class": "softmax", "from": "data", "loss": "ce"}}\n')
@@ -104,9 +123,8 @@ with torch.backends.mkldnn.verbose(2):
 
 
 def primitive_cache_lookups(environment):
-    env = {k: v for k, v in os.environ.items() if k != "ONEDNN_PRIMITIVE_CACHE_CAPACITY"}
     run = subprocess.run([sys.executable, "-c", CACHE_SCRIPT], capture_output=True, text=True, timeout=300,
-                         env={**env, **environment})
+                         env={**environment_without("ONEDNN_PRIMITIVE_CACHE_CAPACITY"), **environment})
     assert run.returncode == 0, run.stderr
     return {outcome: run.stdout.count(f"create:cache_{outcome}") for outcome in ("hit", "miss")}
 
@@ -118,13 +136,42 @@ def test_the_primitive_cache_is_bounded_unless_the_environment_sets_its_size():
     assert chosen["hit"] > 0 and chosen["miss"] == 0
 
 
-def test_set_up_process_keeps_a_cache_size_the_environment_sets(monkeypatch):
-    from netcompiler.engine import host_memory
+@pytest.mark.parametrize("variable, ours", [("ONEDNN_PRIMITIVE_CACHE_CAPACITY", str(host_memory.PRIMITIVE_CACHE_CAPACITY)),
+                                             (host_memory.HUGE_PAGES_VARIABLE, "1")])
+def test_set_up_process_keeps_what_the_environment_sets(monkeypatch, variable, ours):
     from netcompiler.engine.session import set_up_process
 
-    monkeypatch.delenv("ONEDNN_PRIMITIVE_CACHE_CAPACITY", raising=False)
+    monkeypatch.delenv(variable, raising=False)
     set_up_process()
-    assert os.environ["ONEDNN_PRIMITIVE_CACHE_CAPACITY"] == str(host_memory.PRIMITIVE_CACHE_CAPACITY)
-    monkeypatch.setenv("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "7")
+    assert os.environ[variable] == ours
+    monkeypatch.setenv(variable, "0")
     set_up_process()
-    assert os.environ["ONEDNN_PRIMITIVE_CACHE_CAPACITY"] == "7"
+    assert os.environ[variable] == "0"
+
+
+# A torch compile-net session on a small config, then five tensors of 3 MB: prints how many start on a 4 KB page
+# boundary (PyTorch's alignment for huge-page tensors; otherwise 64 bytes).
+SESSION_SCRIPT = '''
+import sys
+import torch
+from netcompiler.builtin import load_builtin_layers
+from netcompiler.config import load_config
+from netcompiler.engine.session import Session
+from netcompiler.network import build_network
+
+load_builtin_layers()
+config = load_config(sys.argv[1])
+Session(config, build_network(config), log=None, task="forward").close()
+print(sum(torch.empty(3 * 2 ** 18 + 999 * i).data_ptr() % 4096 == 0 for i in range(5)))
+'''
+
+
+def test_a_torch_session_allocates_in_huge_pages(tmp_path):
+    """Session sets the variable before the model's first tensor (PyTorch reads it at its first allocation)."""
+    path = tmp_path / "c.py"
+    path.write_text('backend = "torch"\nextern_data = {"data": {"dim": 3}, "classes": {"dim": 4, "sparse": True}}\n'
+                    'network = {"output": {"class": "softmax", "from": "data", "loss": "ce"}}\n')
+    run = subprocess.run([sys.executable, "-c", SESSION_SCRIPT, str(path)], capture_output=True, text=True,
+                         timeout=300, env=environment_without(host_memory.HUGE_PAGES_VARIABLE))
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split()[-1] == "5"

@@ -1,19 +1,19 @@
-"""Host memory a compile-net process keeps between steps: glibc's malloc settings, and the size of oneDNN's cache
-of primitives (`Session` sets both first thing, for every task and backend).
+"""Host memory a compile-net process uses between steps: PyTorch's large tensors in huge pages, and the size of
+oneDNN's cache of primitives (`Session` sets both first thing, for every task and backend).
 
-PyTorch takes its CPU tensors from malloc, and so does NumPy its arrays. With glibc's defaults, a block above the
-mmap threshold (adjusted as blocks are freed, at most 32 MB) is mapped for each allocation and unmapped when
-freed, and free memory at the top of the heap beyond the trim threshold goes back to the kernel. A step that
-frees its tensors and allocates the same sizes again then faults the same pages in again, zeroed by the kernel:
-aten's LSTM kernel alone maps and unmaps two 36 MB buffers per call, and `benchmarks/run.py`'s PyTorch BLSTM
-step made 17-33 thousand page faults, a quarter of its CPU time; the 12AX feed's block generation (arrays of
-1.6 MB) up to ~1800 per epoch. With blocks up to 64 MB taken from the heap and up to 256 MB of free heap kept,
-the steps after the first few fault nothing in. The price is a higher peak resident set where blocks of
-different sizes fragment the heap: `run.py`'s PyTorch BLSTM with the conv front-end (16 x 200 frames) peaked at
-~785 MB against ~640 MB with glibc's defaults, and trained 1.3x faster (12.2k against 9.1k frames per
-CPU-second). TensorFlow's own step allocations showed no such faults.
-
-Not glibc (musl, macOS): nothing is changed.
+PyTorch takes its CPU tensors from malloc. glibc maps a block above its mmap threshold (adjusted as blocks are
+freed, at most 32 MB) for each allocation and unmaps it when freed, so a step that frees its tensors and allocates
+the same sizes again faults the same pages in again, zeroed by the kernel, one fault per 4 KB page: aten's LSTM
+kernel allocates workspaces of 34-61 MB per call, and `benchmarks/run.py`'s PyTorch BLSTM step made 40-55
+thousand page faults (~0.1 CPU s of its ~0.55). With `THP_MEM_ALLOC_ENABLE=1` PyTorch aligns every CPU tensor of
+2 MB or more to 2 MB and advises the kernel to back it with huge pages, so a mapped block faults once per 2 MB.
+glibc's own settings stay: sessions 14-21 kept freed blocks up to 64 MB in the heap instead (`mallopt`), which saved
+the faults too but left the heap fragmented, ~20% above the hand-written model's peak on the BLSTM. Measured in
+session 22 (`run.py --child MODEL nc-torch default 5`, 3 processes each; frames per CPU-second / peak MB, the
+hand-written PyTorch model's beside): BLSTM 7.1-7.5k / 633-661 (kept heap 5.6-8.0k / 778-785; hand-written
+4.6-6.5k / 626-723), conv front-end 13.4-14.8k / 518-549 (14.0-14.2k / 563-586; 7.5-9.3k / 566-589),
+Transformer 2.7-3.0k / 1338-1380 (2.7-3.0k / 1356-1373; 2.1-2.3k / 1421-1441). TensorFlow's sides measured the
+same either way. Where the kernel offers no transparent huge pages (`never`), PyTorch's advice has no effect.
 
 The second setting bounds oneDNN's primitive cache (the kernels oneDNN builds for one shape of an op, kept for
 reuse: PyTorch's LSTM, convolutions and layout reorders). Its default keeps 1024 primitives, and with the batch
@@ -23,32 +23,23 @@ reached ~1.7 GB (the hand-written PyTorch model ~1.8 GB), at the same speed. One
 primitives (65 with 6 x 512 layers, run.py --full), so a step of one batch shape still runs from the cache (with 16
 the BLSTM's fixed-shape step lost 10-20%). TensorFlow's oneDNN reads the same setting; its benchmark steps measured
 the same with it.
+
+Both are environment variables, set only where the environment does not set them already.
 """
 
 from __future__ import annotations
 
-import ctypes
 import os
 
-MMAP_THRESHOLD = 64 * 2 ** 20
-"""Blocks smaller than this come from the heap."""
-TRIM_THRESHOLD = 256 * 2 ** 20
-"""Free memory at the top of the heap kept up to this much."""
-_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # mallopt's parameter numbers (malloc.h)
+HUGE_PAGES_VARIABLE = "THP_MEM_ALLOC_ENABLE"
+"""PyTorch reads it at its first CPU allocation: so set before a torch run's first tensor."""
 PRIMITIVE_CACHE_CAPACITY = 128
 """oneDNN primitives kept for reuse (oneDNN's default: 1024)."""
 
 
-def keep_freed_host_memory() -> bool:
-    """Sets the thresholds above for this process; whether they took effect (False where malloc is not glibc's)."""
-    try:
-        libc = ctypes.CDLL(None)
-        libc.gnu_get_libc_version  # glibc's own symbol: another libc's mallopt may accept and ignore the values
-        mallopt = libc.mallopt
-    except (OSError, AttributeError):
-        return False
-    # setting a threshold turns glibc's dynamic adjustment of both off, so both are set
-    return bool(mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)) and bool(mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD))
+def large_tensors_in_huge_pages() -> None:
+    """Sets THP_MEM_ALLOC_ENABLE=1 for PyTorch, unless the environment already sets it."""
+    os.environ.setdefault(HUGE_PAGES_VARIABLE, "1")
 
 
 def bound_primitive_cache() -> None:
