@@ -233,18 +233,17 @@ class CrossEntropyLoss(FramewiseLoss):
         a one-hot target: with label smoothing s over C classes the loss is -(s / (C - 1)) sum_c log p_c -
         (1 - s - s / (C - 1)) log p_target, minus the smoothed target's entropy (no [frames, C] target tensor)."""
         classes = self.layer.output.feature_dim
-        log_probs = logits if self.normalized else None
-        if smoothing or log_probs is not None:
-            log_probs = log_probs if log_probs is not None else rf.log_softmax(logits, axis=classes)
-            target = rf.gather(log_probs, indices=tgt, axis=classes, clip_to_valid=True)
-            low = smoothing / (classes.size - 1)
-            losses = -(1.0 - smoothing - low) * target
-            if smoothing:
-                losses = losses - low * rf.reduce_sum(log_probs, axis=classes) - smoothed_target_entropy(
-                    smoothing, classes.size)
-            return losses, lambda: target
-        return (rf.softmax_cross_entropy_with_logits(logits=logits, targets=tgt, axis=classes),
-                lambda: rf.gather(rf.log_softmax(logits, axis=classes), indices=tgt, axis=classes, clip_to_valid=True))
+        if not smoothing and not self.normalized:  # the backend's fused sparse softmax cross entropy
+            return (rf.softmax_cross_entropy_with_logits(logits=logits, targets=tgt, axis=classes),
+                    lambda: rf.gather(rf.log_softmax(logits, axis=classes), indices=tgt, axis=classes,
+                                      clip_to_valid=True))
+        log_probs = logits if self.normalized else rf.log_softmax(logits, axis=classes)
+        target = rf.gather(log_probs, indices=tgt, axis=classes, clip_to_valid=True)
+        if not smoothing:
+            return -target, lambda: target
+        low = smoothing / (classes.size - 1)
+        losses = -(1.0 - smoothing - low) * target - low * rf.reduce_sum(log_probs, axis=classes)
+        return losses - smoothed_target_entropy(smoothing, classes.size), lambda: target
 
 
 def smoothed_target_entropy(smoothing: float, classes: int) -> float:
