@@ -1,19 +1,25 @@
-"""Host memory a compile-net process uses between steps: PyTorch's large tensors in huge pages, and the size of
-oneDNN's cache of primitives (`Session` sets both first thing, for every task and backend).
+"""Host memory a compile-net process uses between steps: where malloc puts large blocks, huge pages for PyTorch's
+large tensors, and the size of oneDNN's cache of primitives (`Session` sets all three first thing, for every task
+and backend).
 
-PyTorch takes its CPU tensors from malloc. glibc maps a block above its mmap threshold (adjusted as blocks are
-freed, at most 32 MB) for each allocation and unmaps it when freed, so a step that frees its tensors and allocates
-the same sizes again faults the same pages in again, zeroed by the kernel, one fault per 4 KB page: aten's LSTM
-kernel allocates workspaces of 34-61 MB per call, and `benchmarks/run.py`'s PyTorch BLSTM step made 40-55
-thousand page faults (~0.1 CPU s of its ~0.55). With `THP_MEM_ALLOC_ENABLE=1` PyTorch aligns every CPU tensor of
-2 MB or more to 2 MB and advises the kernel to back it with huge pages, so a mapped block faults once per 2 MB.
-glibc's own settings stay: sessions 14-21 kept freed blocks up to 64 MB in the heap instead (`mallopt`), which saved
-the faults too but left the heap fragmented, ~20% above the hand-written model's peak on the BLSTM. Measured in
-session 22 (`run.py --child MODEL nc-torch default 5`, 3 processes each; frames per CPU-second / peak MB, the
-hand-written PyTorch model's beside): BLSTM 7.1-7.5k / 633-661 (kept heap 5.6-8.0k / 778-785; hand-written
-4.6-6.5k / 626-723), conv front-end 13.4-14.8k / 518-549 (14.0-14.2k / 563-586; 7.5-9.3k / 566-589),
-Transformer 2.7-3.0k / 1338-1380 (2.7-3.0k / 1356-1373; 2.1-2.3k / 1421-1441). TensorFlow's sides measured the
-same either way. Where the kernel offers no transparent huge pages (`never`), PyTorch's advice has no effect.
+PyTorch takes its CPU tensors from malloc, and so does NumPy its arrays. glibc maps a block above its mmap
+threshold for each allocation and unmaps it when freed, so a step that frees its tensors and allocates the same
+sizes again faults the same pages in again, zeroed by the kernel, one fault per 4 KB page: aten's LSTM kernel
+allocates workspaces of 34-61 MB per call, and `benchmarks/run.py`'s PyTorch BLSTM step made 40-55 thousand page
+faults (~0.1 CPU s of its ~0.55). With `THP_MEM_ALLOC_ENABLE=1` PyTorch advises the kernel to back every CPU tensor
+of 2 MB or more with huge pages, so a mapped block faults about once per 2 MB. Blocks of MMAP_THRESHOLD or more are
+mapped (glibc's own threshold moves up to 32 MB as blocks are freed), smaller ones come from the heap, and up to
+TRIM_THRESHOLD of free heap is kept for the next step (glibc's default gives the top of the heap back at a few
+hundred KB: the 12AX LSTM's small steps then ran ~20% slower). Sessions 14-21 took blocks up to 64 MB from the heap
+instead; that saved the faults too, but the heap fragmented: the BLSTM peaked ~20% above the hand-written model.
+Measured in session 22 (`run.py --child MODEL nc-torch default 5`, one process each, in turn; frames per
+CPU-second / peak MB, with glibc's thresholds and huge pages, then these, then the hand-written PyTorch model's):
+BLSTM 6330, 6160 / 645-658; 6159, 5139 / 596-614; 5009, 5559 / 634-647. Conv front-end 12098, 12670 / 552-604;
+10645, 11040 / 528-553; 8349, 8444 / 570-591. Transformer 2102, 2359 / 1334-1356; 2589, 1961 / 1338-1368; 1362,
+1605 / 1433-1438. 12AX 484k, 464k; 545k, 889k; 531k, 829k (332 / 332 / 325 MB). The kept heap of sessions 14-21:
+BLSTM 5.6-8.0k / 778-785. TensorFlow's sides measured the same either way. Where the kernel offers no transparent
+huge pages (`never`), PyTorch's advice has no effect; where malloc is not glibc's (musl, macOS), its thresholds
+stay.
 
 The second setting bounds oneDNN's primitive cache (the kernels oneDNN builds for one shape of an op, kept for
 reuse: PyTorch's LSTM, convolutions and layout reorders). Its default keeps 1024 primitives, and with the batch
@@ -24,22 +30,37 @@ primitives (65 with 6 x 512 layers, run.py --full), so a step of one batch shape
 the BLSTM's fixed-shape step lost 10-20%). TensorFlow's oneDNN reads the same setting; its benchmark steps measured
 the same with it.
 
-Both are environment variables, set only where the environment does not set them already.
+Huge pages and the cache size are environment variables, set only where the environment does not set them already.
 """
 
 from __future__ import annotations
 
+import ctypes
 import os
 
+MMAP_THRESHOLD = 8 * 2 ** 20
+"""Blocks of this size or more are mapped for each allocation; smaller ones come from the heap."""
+TRIM_THRESHOLD = 256 * 2 ** 20
+"""Free memory at the top of the heap kept up to this much."""
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # mallopt's parameter numbers (malloc.h)
 HUGE_PAGES_VARIABLE = "THP_MEM_ALLOC_ENABLE"
 """PyTorch reads it at its first CPU allocation: so set before a torch run's first tensor."""
 PRIMITIVE_CACHE_CAPACITY = 128
 """oneDNN primitives kept for reuse (oneDNN's default: 1024)."""
 
 
-def large_tensors_in_huge_pages() -> None:
-    """Sets THP_MEM_ALLOC_ENABLE=1 for PyTorch, unless the environment already sets it."""
+def set_up_host_memory() -> bool:
+    """Sets THP_MEM_ALLOC_ENABLE=1 for PyTorch (unless the environment already sets it) and glibc's thresholds above;
+    whether the thresholds took effect (False where malloc is not glibc's)."""
     os.environ.setdefault(HUGE_PAGES_VARIABLE, "1")
+    try:
+        libc = ctypes.CDLL(None)
+        libc.gnu_get_libc_version  # glibc's own symbol: another libc's mallopt may accept and ignore the values
+        mallopt = libc.mallopt
+    except (OSError, AttributeError):
+        return False
+    # setting a threshold turns glibc's adjustment of both off, so both are set
+    return bool(mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)) and bool(mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD))
 
 
 def bound_primitive_cache() -> None:

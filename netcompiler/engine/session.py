@@ -13,7 +13,7 @@ from ..errors import CheckpointError, ConfigError, InvalidOptionError, ModelFold
 from ..lazy_tf import tf  # imported at first use: a PyTorch run does not load it (~500 MB)
 from .checkpoint_interchange import TORCH_SUFFIX as _TORCH_SUFFIX  # (imports neither PyTorch nor TensorFlow)
 from .collector_pause import collector_paused
-from .host_memory import bound_primitive_cache, large_tensors_in_huge_pages
+from .host_memory import bound_primitive_cache, set_up_host_memory
 
 
 # settings that only the TensorFlow backend reads or that only make sense there
@@ -34,11 +34,11 @@ def backend_name(config: Config) -> str:
 
 def set_up_process() -> None:
     """What a compile-net run sets in its process before anything else: TensorFlow's C++ log level (warnings and
-    errors only, unless the environment says otherwise), PyTorch's large tensors in huge pages and oneDNN's
-    primitive cache bounded (`host_memory`). `Session` calls it before the model's first tensor; code that builds
-    and steps a model without a Session does too (the benchmarks' netcompiler sides)."""
+    errors only, unless the environment says otherwise), malloc's thresholds, PyTorch's large tensors in huge pages
+    and oneDNN's primitive cache bounded (`host_memory`). `Session` calls it before the model's first tensor; code
+    that builds and steps a model without a Session does too (the benchmarks' netcompiler sides)."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    large_tensors_in_huge_pages()
+    set_up_host_memory()
     bound_primitive_cache()
 
 
