@@ -21,7 +21,7 @@ BLSTM 5.6-8.0k / 778-785. TensorFlow's sides measured the same either way. Where
 huge pages (`never`), PyTorch's advice has no effect; where malloc is not glibc's (musl, macOS), its thresholds
 stay.
 
-The second setting bounds oneDNN's primitive cache (the kernels oneDNN builds for one shape of an op, kept for
+The last setting bounds oneDNN's primitive cache (the kernels oneDNN builds for one shape of an op, kept for
 reuse: PyTorch's LSTM, convolutions and layout reorders). Its default keeps 1024 primitives, and with the batch
 shapes of training (a new T in most batches) each new shape adds its LSTM primitives: a PyTorch BLSTM (`run.py`'s,
 16 sequences of 100..300 frames per batch) grew from ~1.4 to ~2.3 GB resident in 300 steps, and further. With 128 it
