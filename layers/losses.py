@@ -233,12 +233,14 @@ class CrossEntropyLoss(FramewiseLoss):
         a one-hot target: with label smoothing s over C classes the loss is -(s / (C - 1)) sum_c log p_c -
         (1 - s - s / (C - 1)) log p_target, minus the smoothed target's entropy (no [frames, C] target tensor)."""
         classes = self.layer.output.feature_dim
+
+        def at_target(x):
+            return rf.gather(x, indices=tgt, axis=classes, clip_to_valid=True)
         if not smoothing and not self.normalized:  # the backend's fused sparse softmax cross entropy
             return (rf.softmax_cross_entropy_with_logits(logits=logits, targets=tgt, axis=classes),
-                    lambda: rf.gather(rf.log_softmax(logits, axis=classes), indices=tgt, axis=classes,
-                                      clip_to_valid=True))
+                    lambda: at_target(rf.log_softmax(logits, axis=classes)))
         log_probs = logits if self.normalized else rf.log_softmax(logits, axis=classes)
-        target = rf.gather(log_probs, indices=tgt, axis=classes, clip_to_valid=True)
+        target = at_target(log_probs)
         if not smoothing:
             return -target, lambda: target
         low = smoothing / (classes.size - 1)

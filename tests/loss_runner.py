@@ -56,6 +56,21 @@ def loss_of(model, layer_name, inputs, lengths, training=False):
     return number(value.loss_sum), number(value.error_sum), number(value.num_frames)
 
 
+def value_and_gradients(backend, model, loss_of):
+    """(float value of `loss_of()`, {parameter name: its gradient as NumPy}) on `backend`."""
+    names = sorted(model.params)
+    if backend == "torch":
+        import torch
+        value = loss_of()
+        return float(value.detach().numpy()), dict(zip(names, (g.numpy() for g in torch.autograd.grad(
+            value, [model.params[n] for n in names]))))
+    import tensorflow as tf
+    with tf.GradientTape() as tape:
+        value = loss_of()
+    grads = tape.gradient(value, [model.params[n] for n in names])
+    return float(value.numpy()), {n: tf.convert_to_tensor(g).numpy() for n, g in zip(names, grads)}
+
+
 def sequences(x, lengths):
     return [np.asarray(x[b, :n]) for b, n in enumerate(lengths)]
 

@@ -86,6 +86,14 @@ def test_train_steps_fault_fewer_pages_in():
     assert page_faults_per_step("set-up") < default // 5
 
 
+def torch_config(folder):
+    """A config file of a one-layer network on backend torch, in `folder`."""
+    path = folder / "c.py"
+    path.write_text('backend = "torch"\nextern_data = {"data": {"dim": 3}, "classes": {"dim": 4, "sparse": True}}\n'
+                    'network = {"output": {"class": "softmax", "from": "data", "loss": "ce"}}\n')
+    return path
+
+
 def test_every_compile_net_run_sets_up_its_process(monkeypatch, tmp_path):
     from netcompiler.config import load_config
     from netcompiler.engine import session
@@ -93,9 +101,7 @@ def test_every_compile_net_run_sets_up_its_process(monkeypatch, tmp_path):
 
     calls = []
     monkeypatch.setattr(session, "set_up_host_memory", lambda: calls.append(1))
-    path = tmp_path / "c.py"
-    path.write_text('backend = "torch"\nextern_data = {"data": {"dim": 3}, "classes": {"dim": 4, "sparse": True}}\n'
-                    'network = {"output": {"class": "softmax", "from": "data", "loss": "ce"}}\n')
+    path = torch_config(tmp_path)
     config = load_config(str(path))
     session.Session(config, build_network(config), log=None, task="forward").close()  # (ends the denormal flush)
     assert calls == [1]
@@ -137,8 +143,9 @@ def test_the_primitive_cache_is_bounded_unless_the_environment_sets_its_size():
     assert chosen["hit"] > 0 and chosen["miss"] == 0
 
 
-@pytest.mark.parametrize("variable, ours", [("ONEDNN_PRIMITIVE_CACHE_CAPACITY", str(host_memory.PRIMITIVE_CACHE_CAPACITY)),
-                                             (host_memory.HUGE_PAGES_VARIABLE, "1")])
+@pytest.mark.parametrize("variable, ours", [
+    ("ONEDNN_PRIMITIVE_CACHE_CAPACITY", str(host_memory.PRIMITIVE_CACHE_CAPACITY)),
+    (host_memory.HUGE_PAGES_VARIABLE, "1")])
 def test_set_up_process_keeps_what_the_environment_sets(monkeypatch, variable, ours):
     from netcompiler.engine.session import set_up_process
 
@@ -169,9 +176,7 @@ print(sum(torch.empty(3 * 2 ** 18 + 999 * i).data_ptr() % 4096 == 0 for i in ran
 
 def test_a_torch_session_allocates_in_huge_pages(tmp_path):
     """Session sets the variable before the model's first tensor (PyTorch reads it at its first allocation)."""
-    path = tmp_path / "c.py"
-    path.write_text('backend = "torch"\nextern_data = {"data": {"dim": 3}, "classes": {"dim": 4, "sparse": True}}\n'
-                    'network = {"output": {"class": "softmax", "from": "data", "loss": "ce"}}\n')
+    path = torch_config(tmp_path)
     run = subprocess.run([sys.executable, "-c", SESSION_SCRIPT, str(path)], capture_output=True, text=True,
                          timeout=300, env=environment_without(host_memory.HUGE_PAGES_VARIABLE))
     assert run.returncode == 0, run.stderr

@@ -9,6 +9,7 @@ import re
 import numpy as np
 import pytest
 
+from loss_runner import value_and_gradients as gradients
 from netcompiler.cli import compile_net_main
 from netcompiler.config import Config
 from netcompiler.emit.model import CompiledNetwork
@@ -64,20 +65,6 @@ def test_without_explicit_search_the_choice_is_the_target_in_training(search):
     assert not network.layers["dec"].searches()
     net = decoder(3, search=False)
     assert not build_network(Config({"network": net, "extern_data": EXTERN}), search=True).layers["dec"].searches()
-
-
-def gradients(backend, model, loss_of):
-    names = sorted(model.params)
-    if backend == "torch":
-        import torch
-        value = loss_of()
-        return float(value.detach().numpy()), dict(zip(names, (g.numpy() for g in torch.autograd.grad(
-            value, [model.params[n] for n in names]))))
-    import tensorflow as tf
-    with tf.GradientTape() as tape:
-        value = loss_of()
-    grads = tape.gradient(value, [model.params[n] for n in names])
-    return float(value.numpy()), {n: tf.convert_to_tensor(g).numpy() for n, g in zip(names, grads)}
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

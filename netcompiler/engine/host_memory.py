@@ -49,18 +49,19 @@ PRIMITIVE_CACHE_CAPACITY = 128
 """oneDNN primitives kept for reuse (oneDNN's default: 1024)."""
 
 
-def set_up_host_memory() -> bool:
-    """Sets THP_MEM_ALLOC_ENABLE=1 for PyTorch (unless the environment already sets it) and glibc's thresholds above;
-    whether the thresholds took effect (False where malloc is not glibc's)."""
+def set_up_host_memory() -> None:
+    """Sets THP_MEM_ALLOC_ENABLE=1 for PyTorch (unless the environment already sets it) and glibc's thresholds above
+    (nothing where malloc is not glibc's)."""
     os.environ.setdefault(HUGE_PAGES_VARIABLE, "1")
     try:
         libc = ctypes.CDLL(None)
         libc.gnu_get_libc_version  # glibc's own symbol: another libc's mallopt may accept and ignore the values
         mallopt = libc.mallopt
     except (OSError, AttributeError):
-        return False
+        return
     # setting a threshold turns glibc's adjustment of both off, so both are set
-    return bool(mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)) and bool(mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD))
+    mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)
+    mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD)
 
 
 def bound_primitive_cache() -> None:
