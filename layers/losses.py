@@ -203,6 +203,13 @@ class CrossEntropyLoss(FramewiseLoss):
             raise self.error(f"dense target {target.describe()} does not match the output {out.describe()}")
         if not frames_fit(out, target):
             raise self.target_error(out, target, "their axes (other than batch and feature) differ")
+        smoothing = self.opts.get("label_smoothing", 0.0)  # (generic_ce, a subclass, has no such option)
+        if not 0 <= smoothing < 1:
+            raise self.error(f"'loss_opts' key 'label_smoothing' must be in [0, 1), not {smoothing!r}",
+                             suggestion="e.g. 0.1 (the target class gets 0.9)")
+        if smoothing and out.dim < 2:
+            raise self.error(f"'loss_opts' key 'label_smoothing' spreads over the other classes, and the output has "
+                             f"{out.dim}", suggestion="set label_smoothing 0 or give the output more classes")
 
     def frame_input(self, ctx, output):
         self.normalized = ctx.logits_of(self.layer) is None  # the output is taken as probabilities as it is

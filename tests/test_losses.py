@@ -426,9 +426,19 @@ def test_error_names():
     (layer("softmax", "ce", loss_scale=2.0, loss_opts={"scale": 3.0}), ["'loss_scale' 2.0", "'scale' 3.0"]),
     (layer("softmax", "ce", loss_opts={"custom_norm_factor": 0}), ["'custom_norm_factor' must be positive"]),
     (layer("softmax", "ctc", n_out=K + 1, loss_opts={"ctc_opts": {"x": 1}}), ["'ctc_opts'", "not supported"]),
+    (layer("softmax", "ce", loss_opts={"label_smoothing": 1.5}), ["layer 'output'", "'label_smoothing'",
+                                                                  "[0, 1), not 1.5", "e.g. 0.1"]),
+    (layer("softmax", "ce", loss_opts={"label_smoothing": -0.1}), ["'label_smoothing' must be in [0, 1)"]),
 ])
 def test_option_errors(net, words):
     with pytest.raises(ConfigError) as info:
         build_from_dict(net, EXTERN)
     for word in words:
         assert word in str(info.value)
+
+
+def test_label_smoothing_needs_two_classes():
+    net = layer("softmax", "ce", n_out=1, target="one", loss_opts={"label_smoothing": 0.1})
+    with pytest.raises(ConfigError, match="layer 'output'.*'label_smoothing' spreads over the other classes, and "
+                                          "the output has 1"):
+        build_from_dict(net, {**EXTERN, "one": {"dim": 1, "sparse": True}})
