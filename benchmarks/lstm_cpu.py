@@ -11,14 +11,16 @@ step: the machine is shared, so wall time mostly measures the other users).
 
 FLOPs: the matmuls and convolutions per padded frame, forward (LSTM input and recurrent matmuls of both
 directions of both layers, output layer, both convs), times 3 for forward + backward. "of the bound" divides
-FLOP per CPU-second by the fp32 bound per core (193 GFLOP/s for the 2 cores of this machine, measured on a
-2048^2 matmul), and FLOP per wall second by the whole bound.
+FLOP per CPU-second by the fp32 bound per CPU-second, and FLOP per wall second by the bound per wall second: both
+measured at the start on 2048^2 float32 matmuls (`matmul_bound`; until session 23 a constant, 193 GFLOP/s for the
+2 cores of the AMD CPU of sessions 1-17).
 """
 
 import argparse
 import os
 import statistics
 import sys
+import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 sys.path[:0] = [os.path.dirname(os.path.abspath(__file__)), os.path.dirname(os.path.dirname(os.path.abspath(__file__)))]
@@ -29,7 +31,19 @@ from loop_step import cpu_timed  # noqa: E402
 from netcompiler.backends.tensorflow.recurrent import RecurrentOps  # noqa: E402
 from netcompiler.builtin import load_builtin_layers  # noqa: E402
 
-BOUND, CORES, SIZE, IN, CLASSES = 193e9, 2, 256, 640, 1000
+SIZE, IN, CLASSES = 256, 640, 1000
+
+
+def matmul_bound(n=2048, calls=20):
+    """(FLOP per CPU-second, FLOP per wall second) of TF's float32 n x n matmul with TF's default threads, after a
+    warm-up call: the CPU's fp32 bound."""
+    a = tf.random.normal([n, n])
+    tf.linalg.matmul(a, a).numpy()
+    wall, cpu = time.perf_counter(), time.process_time()
+    for _ in range(calls):
+        tf.linalg.matmul(a, a).numpy()
+    flops = 2 * n ** 3 * calls
+    return flops / (time.process_time() - cpu), flops / (time.perf_counter() - wall)
 
 
 def forward_flops_per_frame(n=SIZE):
@@ -55,6 +69,8 @@ def main():
     parser.add_argument("--variants", default="tf-scan-lstm", help="hand-written variants of train_step.py")
     args = parser.parse_args()
     load_builtin_layers()
+    bound_cpu, bound_wall = matmul_bound()
+    print(f"fp32 bound (2048^2 matmul): {bound_cpu / 1e9:.0f} GFLOP per CPU-second, {bound_wall / 1e9:.0f} GFLOP/s")
     tf.random.set_seed(42)
     config, batches = train_step.blstm_config(), train_step.make_batches("blstm", False)
     frames = sum(int(b[2].numpy().sum()) for b in batches)
@@ -74,8 +90,8 @@ def main():
     for name in sides:
         wall, cpu_s = statistics.median(times[name]), cpu_pass[name]
         print(f"  {name:<17} CPU {cpu_s * 1e3:6.0f} ms/pass = {frames / cpu_s:5.0f} frames/CPU-s, "
-              f"{flops / cpu_s / (BOUND / CORES):4.0%} of the bound per CPU-second;  wall {wall * 1e3:6.0f} ms/pass = "
-              f"{frames / wall:5.0f} frames/s, {flops / wall / BOUND:4.0%} of the bound")
+              f"{flops / cpu_s / bound_cpu:4.0%} of the bound per CPU-second;  wall {wall * 1e3:6.0f} ms/pass = "
+              f"{frames / wall:5.0f} frames/s, {flops / wall / bound_wall:4.0%} of the bound")
     for name in sides:
         if name != "netcompiler":
             print(f"  ratio netcompiler / {name}: CPU {cpu_pass[name] / cpu_pass['netcompiler']:.3f}, wall "
