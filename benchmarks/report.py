@@ -160,7 +160,9 @@ def render(results):
               "frames/CPU-s nc / hand", "ratio", "goal", "", "peak MB nc / hand", "ratio", "goal", ""]
     end = f"{meta['load_end']:.1f} at the end" if "load_end" in meta else "the run did not finish"
     machine = f" ({meta['machine']})" if "machine" in meta else ""  # (runs before session 19 did not record it)
-    lines = [f"Size {meta['size']}, {meta['reps']} timed passes per side, {meta['rounds']} process(es) per side; "
+    more = [f"{name} {entry['rounds']}" for name, entry in results["models"].items() if "rounds" in entry]
+    rounds = f"{meta['rounds']} process(es) per side" + (f" ({', '.join(more)})" if more else "")
+    lines = [f"Size {meta['size']}, {meta['reps']} timed passes per side, {rounds}; "
              f"{meta['cpus']} CPUs{machine} shared with other sessions (load average {meta['load_start']:.1f} at the "
              f"start, {end}), {meta['started']}. CPU times are process user+sys (all threads): the machine is shared, wall "
              "time measures the others too.", ""]

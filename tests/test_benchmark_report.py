@@ -2,6 +2,7 @@
 the median over rounds, crashes and parameter mismatches reported as such."""
 
 import argparse
+import io
 import os
 import sys
 
@@ -132,3 +133,23 @@ def test_the_report_names_the_machine_it_measured():
     assert "2 CPUs (Some CPU, model 7) shared" in report.render(meta_run)[0]
     assert "2 CPUs shared" in report.render(results({}))[0]  # a run from before the machine was recorded
     assert run.machine() != ""
+
+
+def test_a_model_with_a_rounds_factor_runs_more_processes_per_side_and_the_header_says_so(monkeypatch):
+    calls = []
+
+    def fake_child(what, which, size, reps, log, check=False):
+        calls.append((what, which))
+        return side()
+
+    monkeypatch.setattr(run, "run_child", fake_child)
+    monkeypatch.setattr(run, "torch_wanted", lambda args: False)
+    args = argparse.Namespace(rounds=2, quick=False, no_check=True, reps=1)
+    models = {}
+    run.benchmark_models(["12ax", "conv"], args, "quick", log=io.StringIO(), results=models, save=lambda: None)
+    per_side = {key: calls.count(key) for key in set(calls)}
+    assert per_side == {("12ax", "nc-tf"): 6, ("12ax", "hand-tf"): 6, ("conv", "nc-tf"): 2, ("conv", "hand-tf"): 2}
+    assert models["12ax"]["rounds"] == 6 and "rounds" not in models["conv"]
+    meta_run = results(models)
+    meta_run["meta"]["rounds"] = 2
+    assert "2 process(es) per side (12ax 6);" in report.render(meta_run)[0]
