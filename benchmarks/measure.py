@@ -24,6 +24,7 @@ child also builds netcompiler's model, copies its weights into the hand-written 
 norm (train_step.check_same_model: an AssertionError, i.e. a crash of the child, when they differ).
 """
 
+import functools
 import gc
 import json
 import math
@@ -40,19 +41,17 @@ MIN_PASS_CPU_S = 0.3
 """A timed pass goes over the batches as many times as make it last about this long (process CPU seconds)."""
 
 
+@functools.lru_cache(maxsize=None)  # once per process
 def compile_bytecode():
     """Writes the bytecode of this tree's netcompiler and layer catalogue (and of the benchmark modules) where Python
-    looks for it, once per process, as `pip install` does for an installed package. With PYTHONDONTWRITEBYTECODE set
-    (this machine sets it) every child would otherwise compile the catalogue's ~70 modules inside its timed build
-    (~0.2 s, session 23); the hand-written sides import their modules before the timer."""
+    looks for it, as `pip install` does for an installed package. With PYTHONDONTWRITEBYTECODE set (this machine sets
+    it) every child would otherwise compile the catalogue's ~70 modules inside its timed build (~0.2 s, session 23);
+    the hand-written sides import their modules before the timer."""
     import compileall
 
-    if getattr(compile_bytecode, "done", False):
-        return
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     for folder in ("netcompiler", "layers", "benchmarks"):
         compileall.compile_dir(os.path.join(root, folder), quiet=1)
-    compile_bytecode.done = True
 
 
 def child_result(script, args):

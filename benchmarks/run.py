@@ -77,15 +77,15 @@ def torch_wanted(args):
     return not args.no_torch and importlib.util.find_spec("torch") is not None
 
 
-def alternating_rounds(what, pair, args, size, reps, log, first=0, check=False, factor=1):
-    """{side: the median of `--rounds` x `factor` children of `what`} for the sides in `pair`; the side that goes
-    first alternates from round to round (starting with pair[0] when `first` is even). With `check`, the first
-    round's hand-written TF2 child also compares the models."""
-    rounds = {side: [] for side in pair}
-    for r in range(args.rounds * factor):
+def alternating_rounds(what, pair, rounds, size, reps, log, first=0, check=False):
+    """{side: the median of `rounds` children of `what`} for the sides in `pair`; the side that goes first
+    alternates from round to round (starting with pair[0] when `first` is even). With `check`, the first round's
+    hand-written TF2 child also compares the models."""
+    results = {side: [] for side in pair}
+    for r in range(rounds):
         for side in (pair if (first + r) % 2 == 0 else pair[::-1]):
-            rounds[side].append(run_child(what, side, size, reps, log, check=check and r == 0))
-    return {side: merge(results) for side, results in rounds.items()}
+            results[side].append(run_child(what, side, size, reps, log, check=check and r == 0))
+    return {side: merge(of_side) for side, of_side in results.items()}
 
 
 def benchmark_models(names, args, size, log, results, save):
@@ -96,11 +96,11 @@ def benchmark_models(names, args, size, log, results, save):
         entry = results[name] = {"description": model.description}
         with_torch = model.torch and torch_wanted(args) and (name in QUICK_TORCH or not args.quick)
         pairs = [("nc-tf", "hand-tf")] + ([("nc-torch", "hand-torch")] if with_torch else [])
+        rounds = args.rounds * model.rounds_factor
         for pair in pairs:
-            entry.update(alternating_rounds(name, pair, args, size, args.reps, log, first=i, check=not args.no_check,
-                                            factor=model.rounds_factor))
-        if model.rounds_factor != 1:
-            entry["rounds"] = args.rounds * model.rounds_factor
+            entry.update(alternating_rounds(name, pair, rounds, size, args.reps, log, first=i, check=not args.no_check))
+        if rounds != args.rounds:
+            entry["rounds"] = rounds  # (the report's header names it)
         save()
 
 
@@ -114,7 +114,7 @@ def scaling_chain(args, size, log):
         if "hand-tf" in pair and layers > HAND_TF_SCALING_MAX:
             result["hand-tf"] = {"skipped": f"not run above {HAND_TF_SCALING_MAX} layers ({HAND_TF_AT_5000})"}
             pair = pair[:1]
-        result.update(alternating_rounds(f"linear-{layers}", pair, args, size, 0, log))
+        result.update(alternating_rounds(f"linear-{layers}", pair, args.rounds, size, 0, log))
     return result
 
 

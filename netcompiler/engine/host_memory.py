@@ -12,14 +12,10 @@ mapped (glibc's own threshold moves up to 32 MB as blocks are freed), smaller on
 TRIM_THRESHOLD of free heap is kept for the next step (glibc's default gives the top of the heap back at a few
 hundred KB: the 12AX LSTM's small steps then ran ~20% slower). Sessions 14-21 took blocks up to 64 MB from the heap
 instead; that saved the faults too, but the heap fragmented: the BLSTM peaked ~20% above the hand-written model.
-Measured in session 22 (`run.py --child MODEL nc-torch default 5`, one process each, in turn; frames per
-CPU-second / peak MB, with glibc's thresholds and huge pages, then these, then the hand-written PyTorch model's):
-BLSTM 6330, 6160 / 645-658; 6159, 5139 / 596-614; 5009, 5559 / 634-647. Conv front-end 12098, 12670 / 552-604;
-10645, 11040 / 528-553; 8349, 8444 / 570-591. Transformer 2102, 2359 / 1334-1356; 2589, 1961 / 1338-1368; 1362,
-1605 / 1433-1438. 12AX 484k, 464k; 545k, 889k; 531k, 829k (332 / 332 / 325 MB). The kept heap of sessions 14-21:
-BLSTM 5.6-8.0k / 778-785. TensorFlow's sides measured the same either way. Where the kernel offers no transparent
-huge pages (`never`), PyTorch's advice has no effect; where malloc is not glibc's (musl, macOS), its thresholds
-stay.
+With these settings the PyTorch BLSTM, conv front-end, Transformer and 12AX steps ran at the hand-written models'
+speed or faster, at or below their peaks (the sweeps: `benchmarks/README.md`, "Session 22"). TensorFlow's sides
+measured the same either way. Where the kernel offers no transparent huge pages (`never`), PyTorch's advice has no
+effect; where malloc is not glibc's (musl, macOS), its thresholds stay.
 
 The last setting bounds oneDNN's primitive cache (the kernels oneDNN builds for one shape of an op, kept for
 reuse: PyTorch's LSTM, convolutions and layout reorders). Its default keeps 1024 primitives, and with the batch
