@@ -175,3 +175,23 @@ def test_a_network_of_equal_layers_draws_them_together_and_starts_where_tensorfl
         np.testing.assert_allclose(torch_model.params[name].detach().numpy(), var.numpy(), rtol=2e-6,
                                    atol=1e-5 if name == "output/W" else 0, err_msg=name)
 
+
+
+def test_the_tensorflow_backend_draws_uniform_and_constant_values_with_numpy_and_the_rest_with_keras(monkeypatch):
+    from netcompiler.backends import get_backend
+    from netcompiler.backends.tensorflow import params
+
+    requests = [("glorot_uniform", (64, 64), "float32", 7, "l", "W"), ("zeros", (64,), "float32", 8, "l", "b"),
+                (0.5, (3,), "float32", 9, "l", "c"), ("he_uniform", (5, 2), "float32", 10, "m", "W"),
+                ("glorot_normal", (6, 4), "float32", 11, "m", "V"), ("orthogonal", (4, 4), "float32", 12, "m", "O"),
+                ("glorot_uniform", (3, 4), "float64", 13, "m", "D")]
+    reference = [tf_value(spec, shape, seed) if dtype == "float32" else
+                 make_initializer(spec, "l", "o", seed=seed)(shape=list(shape), dtype=dtype).numpy()
+                 for spec, shape, dtype, seed, _, _ in requests]
+    called = []
+    monkeypatch.setattr(params, "make_initializer", lambda spec, *args, **kwargs: called.append(spec) or
+                        make_initializer(spec, *args, **kwargs))
+    values = get_backend("tensorflow").initial_values_raw(requests)
+    assert called == ["glorot_normal", "orthogonal", "glorot_uniform"]  # normal draws, and float64, stay Keras's
+    for request, value, want in zip(requests, values, reference):
+        np.testing.assert_array_equal(np.asarray(value), want, err_msg=str(request))

@@ -313,12 +313,16 @@ def _plan(spec: Any, shape: Tuple[int, ...], dtype: str, seed: Optional[int], la
     return _draw(name, {**defaults, **args}, shape, seed)
 
 
-def initial_values(requests: Sequence[Tuple[Any, Sequence[int], str, Optional[int], str, str]]) \
-        -> List[Optional[np.ndarray]]:
+def initial_values(requests: Sequence[Tuple[Any, Sequence[int], str, Optional[int], str, str]],
+                   bit_identical_only: bool = False) -> List[Optional[np.ndarray]]:
     """`initial_value` of each (spec, shape, dtype, seed, layer, option), the random draws of one kind and size
-    made together (`_BATCH_BLOCKS`): a network's parameters at once."""
+    made together (`_BATCH_BLOCKS`): a network's parameters at once. With `bit_identical_only`, None also for the
+    normal draws (equal to TensorFlow's to float32 precision, not bit for bit): what the TensorFlow backend
+    takes from here."""
     shapes = [tuple(int(d) for d in request[1]) for request in requests]
     plans = [_plan(request[0], shape, *request[2:]) for request, shape in zip(requests, shapes)]
+    if bit_identical_only:
+        plans = [None if isinstance(plan, _Draw) and plan.kind != "uniform" else plan for plan in plans]
     drawn = iter(_finished([plan for plan in plans if isinstance(plan, _Draw)]))
     values = [next(drawn) if isinstance(plan, _Draw) else plan for plan in plans]
     return [None if value is None else value.reshape(shape).astype(np.float32, copy=False)

@@ -4,7 +4,7 @@ container checkpoints save them through, and the input signature of compiled ste
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Sequence
+from typing import Any, List, Sequence, Tuple
 
 import tensorflow as tf
 
@@ -35,6 +35,7 @@ def named_after_creation():
     with tf.variable_creator_scope(_rename_after_creation):
         yield
 
+from ..initial_values import initial_values
 from .initializers import make_initializer
 
 
@@ -45,6 +46,15 @@ class ParamOps:
     def initial_value_raw(cls, init: Any, shape: Sequence[int], dtype: str, seed: int, layer: str,
                           option: str) -> Any:
         return make_initializer(init, layer, option, seed=seed)(shape=list(shape), dtype=dtype)
+
+    @classmethod
+    def initial_values_raw(cls, requests: Sequence[Tuple[Any, Sequence[int], str, int, str, str]]) -> List[Any]:
+        """Uniform and constant values drawn together with NumPy (`backends/initial_values.py`: bit for bit the
+        Keras initializers' numbers), the others by the Keras initializers. An eager initializer call costs ~0.4 ms
+        per parameter: the 5000-layer chain's 10000 took 3.7 CPU s, drawn together 0.7."""
+        values = initial_values(requests, bit_identical_only=True)
+        return [cls.initial_value_raw(*request) if value is None else value
+                for request, value in zip(requests, values)]
 
     @classmethod
     def create_parameter_raw(cls, name: str, shape: Sequence[int], dtype: str, initial_value: Any,
