@@ -17,6 +17,11 @@ BACKENDS = (("TF", "nc-tf", "hand-tf", "TF2"), ("torch", "nc-torch", "hand-torch
 PIPELINE_CONSUMER = {"12ax": "12ax", "hdf": "conv"}
 
 
+QUICK_VERDICTS = ("At --quick sizes the steps are a few milliseconds of Python, timed in one pass of one process: "
+                  "a verdict there is a smoke check, not a measurement, and never fails the run. The goals are "
+                  "judged at the default sizes (benchmarks/README.md).")
+
+
 class Verdicts:
     """Collects OK/MISSED verdicts and crashes while the report is written."""
 
@@ -177,4 +182,6 @@ def render(results):
     if verdicts.crashed:
         lines += ["", "CRASHED:"] + [f"* {c}" for c in verdicts.crashed]
     lines.append(f"\nGoals missed: {len(verdicts.missed)}" + (f" ({', '.join(verdicts.missed)})" if verdicts.missed else ""))
+    if verdicts.missed and meta["size"] == "quick":
+        lines.append(QUICK_VERDICTS)
     return "\n".join(lines), verdicts.missed, verdicts.crashed

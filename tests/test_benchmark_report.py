@@ -41,6 +41,17 @@ def test_ratios_judged_against_each_goal():
     assert "**MISSED**" not in row_of(text, "b")
 
 
+def test_a_quick_run_with_misses_says_its_verdicts_are_a_smoke_check():
+    models = {"a": {"description": "x", "nc-tf": side(fps=90.0), "hand-tf": side()}}
+    quick = report.render(results(models))[0]
+    assert quick.endswith("Goals missed: 1 (a TF throughput)\n" + report.QUICK_VERDICTS)
+    default = results(models)
+    default["meta"]["size"] = "default"
+    assert report.QUICK_VERDICTS not in report.render(default)[0]
+    assert report.QUICK_VERDICTS not in report.render(results({"a": {"description": "x", "nc-tf": side(),
+                                                                     "hand-tf": side()}}))[0]
+
+
 def test_crash_and_parameter_mismatch_are_crashes_not_misses():
     models = {"a": {"description": "x", "nc-tf": {"error": "exit 1: boom"}, "hand-tf": side()},
               "b": {"description": "y", "nc-tf": side(params=10), "hand-tf": side(params=11)}}
