@@ -1,8 +1,11 @@
 """Initial values of parameters drawn with NumPy, the same numbers as the TensorFlow backend's Keras initializers.
 
 The PyTorch backend starts from the values the TensorFlow backend would (same config, same seed) without loading
-TensorFlow. Keras 3 on TensorFlow draws an initializer with the integer seed `s` through TensorFlow's stateless
-random ops on the CPU: the seed pair ``[s mod (2**31 - 2), 0]`` is hashed into a Philox-4x32-10 key and counter
+TensorFlow. The TensorFlow backend takes the uniform and constant values from here too (`bit_identical_only`): one
+NumPy draw for many parameters instead of an eager initializer call for each.
+
+Keras 3 on TensorFlow draws an initializer with the integer seed `s` through TensorFlow's stateless random ops on
+the CPU: the seed pair ``[s mod (2**31 - 2), 0]`` is hashed into a Philox-4x32-10 key and counter
 (one Philox block of the pair under a fixed key), then
 
 * uniform: output ``4 i + j`` is word ``j`` of Philox block ``counter + i``, its 23 low bits the mantissa of a
