@@ -176,7 +176,6 @@ def test_a_network_of_equal_layers_draws_them_together_and_starts_where_tensorfl
                                    atol=1e-5 if name == "output/W" else 0, err_msg=name)
 
 
-
 def test_the_tensorflow_backend_draws_uniform_and_constant_values_with_numpy_and_the_rest_with_keras(monkeypatch):
     from netcompiler.backends import get_backend
     from netcompiler.backends.tensorflow import params

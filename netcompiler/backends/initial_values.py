@@ -332,6 +332,13 @@ def initial_values(requests: Sequence[Tuple[Any, Sequence[int], str, Optional[in
             for value, shape in zip(values, shapes)]
 
 
+def initial_values_else(requests: Sequence[Tuple[Any, Sequence[int], str, Optional[int], str, str]],
+                        fallback: Callable[..., Any], bit_identical_only: bool = False) -> List[Any]:
+    """`initial_values`, with `fallback(*request)` (the Keras initializer) for each request not drawn here."""
+    values = initial_values(requests, bit_identical_only)
+    return [fallback(*request) if value is None else value for request, value in zip(requests, values)]
+
+
 def initial_value(spec: Any, shape: Sequence[int], dtype: str, seed: Optional[int], layer: str,
                   option: str) -> Optional[np.ndarray]:
     """The float32 array TensorFlow's initializer `spec` (`backends/tensorflow/initializers.py`) gives for

@@ -25,16 +25,11 @@ class ParamOps:
 
     @classmethod
     def initial_values_raw(cls, requests: Sequence[Tuple[Any, Sequence[int], str, int, str, str]]) -> List[Any]:
-        from ..initial_values import initial_values
+        from ..initial_values import initial_values_else
 
-        values = []
-        for (init, shape, dtype, seed, layer, option), value in zip(requests, initial_values(requests)):
-            if value is None:  # not reimplemented: TensorFlow's initializer (loads TensorFlow)
-                from ..tensorflow.initializers import make_initializer
-
-                value = make_initializer(init, layer, option, seed=seed)(shape=list(shape), dtype=dtype).numpy()
-            values.append(torch.from_numpy(np.asarray(value, dtype=dtype)))  # (no copy of the fresh array)
-        return values
+        values = initial_values_else(requests, _keras_value)
+        return [torch.from_numpy(np.asarray(value, dtype=request[2]))  # (no copy of the fresh array)
+                for request, value in zip(requests, values)]
 
     @classmethod
     def create_parameter_raw(cls, name: str, shape: Sequence[int], dtype: str, initial_value: Any,
@@ -71,3 +66,10 @@ class ParamOps:
         with torch.no_grad():
             {"assign": param.copy_, "add": param.add_}[op](value.detach())
         return None  # done at once
+
+
+def _keras_value(init: Any, shape: Sequence[int], dtype: str, seed: int, layer: str, option: str) -> np.ndarray:
+    """What `backends/initial_values.py` does not reimplement: TensorFlow's initializer (loads TensorFlow)."""
+    from ..tensorflow.initializers import make_initializer
+
+    return make_initializer(init, layer, option, seed=seed)(shape=list(shape), dtype=dtype).numpy()
